@@ -1,0 +1,177 @@
+"""The ``tilesim`` command line.
+
+Every subcommand prints text by default and JSON with ``--format json``. A bad argument is
+one line on stderr (``tilesim: error: …`` naming the valid choices) and exit status 2 — never
+a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from tilesim.errors import TilesimError
+
+__all__ = ["main", "build_parser"]
+
+_EPILOG = """examples:
+  tilesim targets
+  tilesim instructions gfx942
+  tilesim explain v_mfma_f32_32x32x8f16 --arch gfx942
+  tilesim layout --arch gfx1201 --instr v_wmma_f32_16x16x16_f16 --operand C
+  tilesim layout --arch gfx90a --instr v_mfma_f32_32x32x1f32 --operand A --cbsz 1 --abid 1 --format csv
+  tilesim demo
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tilesim",
+        description="Which lane, VGPR and bits hold which matrix element — for AMD MFMA/WMMA "
+        "and NVIDIA mma.sync, exactly as the hardware does it.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    t = sub.add_parser("targets", help="list GPU targets with wave sizes, VGPRs, LDS and matrix path")
+    t.add_argument("--format", choices=("table", "json"), default="table")
+
+    i = sub.add_parser("instructions", help="list the matrix instructions a target has")
+    i.add_argument("arch", help="target name, e.g. gfx942, gfx1201, sm_90 (see `tilesim targets`)")
+    i.add_argument("--format", choices=("table", "json"), default="table")
+
+    e = sub.add_parser("explain", help="shapes, registers, cycles, modifiers and layout formulas of one instruction")
+    e.add_argument("mnemonic", help="e.g. v_mfma_f32_32x32x8f16 (either LLVM spelling)")
+    e.add_argument("--arch", required=True, help="target name, e.g. gfx90a")
+    e.add_argument("--wave", type=int, default=None, help="wave size (RDNA: 32 or 64)")
+    e.add_argument("--format", choices=("text", "json"), default="text")
+
+    lay = sub.add_parser(
+        "layout",
+        help="print an operand's register layout",
+        description="Print where each element of an operand lives: lane, VGPR and bits. "
+        "The table view shows the matrix with L<lane>.v<vgpr>[bits] per element; "
+        "--view registers shows lanes x VGPRs instead.",
+    )
+    lay.add_argument("--arch", required=True, help="target name, e.g. gfx942")
+    lay.add_argument("--instr", required=True, help="instruction mnemonic")
+    lay.add_argument("--operand", required=True, help="A, B, C, D, or K (sparse indices)")
+    lay.add_argument("--wave", type=int, default=None, help="wave size (RDNA: 32 or 64)")
+    for name, text in (("cbsz", "A broadcast size (CDNA)"), ("abid", "A broadcast block id (CDNA)"),
+                       ("blgp", "B lane group pattern (CDNA)"), ("opsel", "raw 3-bit OPSEL field (RDNA3)")):
+        lay.add_argument(f"--{name}", type=int, default=0, help=text)
+    lay.add_argument("--format", choices=("table", "csv", "markdown", "json"), default="table")
+    lay.add_argument("--view", choices=("matrix", "registers"), default="matrix")
+
+    d = sub.add_parser("demo", help="a short tour: a target, an instruction, layouts on CDNA and RDNA")
+    d.add_argument("--format", choices=("text", "json"), default="text")
+    return p
+
+
+def _cmd_targets(args: argparse.Namespace) -> str:
+    from tilesim.hw.targets import TARGETS
+
+    if args.format == "json":
+        return json.dumps([_target_json(t) for t in TARGETS.values()], indent=1)
+    hdr = f"{'target':8} {'family':8} {'waves':7} {'VGPRs':>5} {'LDS':>7} {'banks':>5}  {'matrix path':11} {'fp8':5} product"
+    lines = [hdr, "-" * len(hdr)]
+    for t in TARGETS.values():
+        waves = "/".join(map(str, t.wave_sizes))
+        lines.append(
+            f"{t.name:8} {t.family:8} {waves:7} {t.vgprs_per_simd:>5} {t.lds_bytes // 1024:>5}Ki {t.lds_banks:>5}  "
+            f"{t.matrix_path:11} {t.fp8 or '-':5} {t.marketing}"
+        )
+    return "\n".join(lines)
+
+
+def _target_json(t: object) -> dict[str, object]:
+    from dataclasses import asdict
+
+    d = asdict(t)  # type: ignore[call-overload]
+    d["features"] = sorted(d["features"])
+    return d
+
+
+def _cmd_instructions(args: argparse.Namespace) -> str:
+    from tilesim.hw.targets import get_target
+    from tilesim.matrix.catalog import instructions, lookup
+    from tilesim.matrix.explain import row_summary
+
+    t = get_target(args.arch)
+    names = instructions(t.name)
+    if args.format == "json":
+        return json.dumps([row_summary(lookup(n, t.name)) for n in names], indent=1)
+    if not names:
+        return f"{t.name} ({t.family}) has no matrix instructions (matrix path: {t.matrix_path})"
+    lines = [f"{t.name} ({t.family}): {len(names)} matrix instructions", ""]
+    for n in names:
+        r = lookup(n, t.name)
+        shape = f"{r.m}x{r.n}x{r.k}" + (f" x{r.blocks}b" if r.blocks > 1 else "")
+        waves = "/".join(f"w{w}" for w in r.wave_sizes)
+        lines.append(f"  {n:44} {shape:14} {r.types[0]:>8} -> {r.types[3]:<4} {waves}")
+    return "\n".join(lines)
+
+
+def _cmd_explain(args: argparse.Namespace) -> str:
+    from tilesim.matrix.catalog import lookup
+    from tilesim.matrix.explain import explain
+
+    row = lookup(args.mnemonic, args.arch)
+    if args.format == "json":
+        return json.dumps(explain(row, wave_size=args.wave, as_dict=True), indent=1)
+    return str(explain(row, wave_size=args.wave))
+
+
+def _cmd_layout(args: argparse.Namespace) -> str:
+    from tilesim.layouts.render import render, render_registers
+    from tilesim.matrix.catalog import lookup
+
+    row = lookup(args.instr, args.arch)
+    lay = row.layout(args.operand, wave_size=args.wave, cbsz=args.cbsz, abid=args.abid, blgp=args.blgp,
+                     opsel=args.opsel)
+    if args.view == "registers" and args.format in ("table", "markdown"):
+        return render_registers(lay, args.format)
+    meta = {"arch": args.arch, "instruction": row.mnemonic, "operand": args.operand.upper(),
+            "wave": args.wave or row.wave_sizes[0], "cbsz": args.cbsz, "abid": args.abid, "blgp": args.blgp,
+            "opsel": args.opsel}
+    return render(lay, args.format, **meta) if args.format == "json" else render(lay, args.format)
+
+
+def _cmd_demo(args: argparse.Namespace) -> str:
+    from tilesim.demo import tour
+
+    return tour(fmt=args.format)
+
+
+_COMMANDS = {
+    "targets": _cmd_targets,
+    "instructions": _cmd_instructions,
+    "explain": _cmd_explain,
+    "layout": _cmd_layout,
+    "demo": _cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 0
+    try:
+        out = _COMMANDS[args.command](args)
+    except TilesimError as e:
+        print(f"tilesim: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        print(out)
+    except BrokenPipeError:  # `tilesim layout … | head`
+        sys.stderr.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""Typed errors. Every failure tilesim reports on bad input is a ``TilesimError``.
+
+Messages name the bad value and, where there is a closed set, the valid choices, so a
+command-line user sees one line that says what to type instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "TilesimError",
+    "TargetError",
+    "LayoutError",
+    "InstructionError",
+    "ModifierError",
+    "VerifyError",
+    "ToolchainError",
+    "DeviceError",
+    "choices",
+]
+
+
+class TilesimError(Exception):
+    """Base of every error tilesim raises on purpose."""
+
+
+class TargetError(TilesimError, KeyError):
+    """Unknown target name or a feature the target lacks."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class LayoutError(TilesimError, ValueError):
+    """A layout that is malformed or used where it does not fit."""
+
+
+class InstructionError(TilesimError, KeyError):
+    """Unknown instruction, or one the target does not have."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ModifierError(TilesimError, ValueError):
+    """An operand, wave size or modifier value the instruction does not accept."""
+
+
+class VerifyError(TilesimError):
+    """A tile program that the verifier rejects."""
+
+
+class ToolchainError(TilesimError):
+    """A compiler that is missing or failed."""
+
+
+class DeviceError(TilesimError):
+    """A device runtime that is missing or failed."""
+
+
+def choices(values: Iterable[object], limit: int = 40) -> str:
+    """Render a closed set of valid values for an error message."""
+    vals = [str(v) for v in values]
+    if len(vals) > limit:
+        return ", ".join(vals[:limit]) + f", … ({len(vals)} in all)"
+    return ", ".join(vals)

@@ -1,0 +1,98 @@
+"""Offline AMDGPU compilation: HIP source -> ISA text and metadata, with no GPU and no ROCm.
+
+Uses a clang with the AMDGPU target: the ``ziglang`` wheel (``pip install tilesim[compiler]``,
+clang 22) or ROCm's clang when ``TILESIM_CLANG`` or ``/opt/rocm/llvm/bin/clang`` exists.
+Sources are compiled device-only without HIP headers (``-nogpuinc``), so emitted code spells
+kernels ``__attribute__((global))`` and reads ids through ``__builtin_amdgcn_*``.
+Toolchains are always called with argument lists, never through a shell.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+from tilesim.errors import ToolchainError
+from tilesim.hw.targets import get_target
+
+__all__ = ["Compiled", "clang_command", "compile_hip", "isa_mnemonics"]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    target: str
+    isa: str
+    metadata: dict[str, int] = field(default_factory=dict)
+
+    def mnemonics(self, prefix: tuple[str, ...] = ("v_mfma", "v_smfmac", "v_wmma", "v_swmmac")) -> list[str]:
+        return isa_mnemonics(self.isa, prefix)
+
+
+@functools.lru_cache(maxsize=1)
+def clang_command() -> tuple[str, ...]:
+    """The clang to run, as an argument list prefix; raises ``ToolchainError`` naming the fixes."""
+    explicit = os.environ.get("TILESIM_CLANG")
+    if explicit:
+        return (explicit,)
+    if importlib.util.find_spec("ziglang") is not None:
+        return (sys.executable, "-m", "ziglang", "clang")
+    for cand in ("/opt/rocm/llvm/bin/clang", shutil.which("amdclang") or ""):
+        if cand and os.path.exists(cand):
+            return (cand,)
+    raise ToolchainError(
+        "no clang with the AMDGPU target found: `pip install tilesim[compiler]` (the ziglang wheel), "
+        "install ROCm, or set TILESIM_CLANG to a clang that knows amdgcn"
+    )
+
+
+_META_KEYS = {
+    ".vgpr_count": "vgpr_count",
+    ".agpr_count": "agpr_count",
+    ".sgpr_count": "sgpr_count",
+    ".wavefront_size": "wavefront_size",
+    ".group_segment_fixed_size": "lds_bytes",
+    ".private_segment_fixed_size": "scratch_bytes",
+}
+
+
+def _metadata(isa: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, name in _META_KEYS.items():
+        m = re.search(rf"^\s*{re.escape(key)}:\s*(\d+)", isa, re.M)
+        if m:
+            out[name] = int(m.group(1))
+    return out
+
+
+def isa_mnemonics(isa: str, prefix: tuple[str, ...]) -> list[str]:
+    return [m.group(1) for m in re.finditer(r"^\s*((?:%s)\w*)\s" % "|".join(map(re.escape, prefix)), isa, re.M)]
+
+
+def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: str = "-O3",
+                timeout: float = 120.0) -> Compiled:
+    """Compile device-only HIP for an AMD target and return the ISA text and its metadata."""
+    t = get_target(target)
+    if t.vendor != "amd":
+        raise ToolchainError(f"{t.name} is not an AMD target; the offline AMDGPU compiler cannot build for it")
+    args = [*clang_command(), "-x", "hip", f"--offload-arch={t.name}", "-nogpulib", "-nogpuinc",
+            "--cuda-device-only", opt, "-S", "-o", "-", "-"]
+    if wave_size is not None and wave_size != t.default_wave:
+        args[-4:-4] = ["-Xclang", "-target-feature", "-Xclang", f"+wavefrontsize{wave_size}"]
+    with tempfile.TemporaryDirectory(prefix="tilesim-cc-") as tmp:
+        try:
+            proc = subprocess.run(args, input=source, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except FileNotFoundError as e:
+            raise ToolchainError(f"cannot run clang ({args[0]}): {e}") from None
+        except subprocess.TimeoutExpired:
+            raise ToolchainError(f"clang timed out after {timeout:.0f}s compiling for {t.name}") from None
+    if proc.returncode != 0:
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
+        raise ToolchainError(f"clang failed for {t.name}: {first}")
+    return Compiled(t.name, proc.stdout, _metadata(proc.stdout))

@@ -1,0 +1,113 @@
+"""Element types of matrix instructions, with bit-exact encode/decode through ml_dtypes.
+
+fp8 has two incompatible flavours and the target decides which one a mnemonic means:
+gfx940–gfx942 use FNUZ (no infinities, one NaN at 0x80, exponent bias one higher);
+gfx950, gfx12 and NVIDIA sm_89+ use OCP (E4M3 with NaN at 0x7f/0xff and no infinity,
+E5M2 IEEE-like). Source: AMD CDNA3 ISA §7.1.3 "fp8 and bf8"; CDNA4 ISA §7.2; OCP 8-bit
+floating point specification v1.0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from tilesim.errors import ModifierError, choices
+
+__all__ = ["DType", "DTYPES", "dtype", "encode", "decode", "fp8_for"]
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    bits: int
+    kind: str  # "float" | "int" | "uint"
+    np_name: str  # numpy / ml_dtypes scalar type name used to store values
+    storage_bits: int = 0  # bits one element occupies in registers (xf32/tf32: 32)
+
+    @property
+    def np(self) -> np.dtype:
+        return np.dtype(getattr(ml_dtypes, self.np_name, None) or self.np_name)
+
+    @property
+    def reg_bits(self) -> int:
+        return self.storage_bits or self.bits
+
+
+_ROWS = [
+    DType("f64", 64, "float", "float64"),
+    DType("f32", 32, "float", "float32"),
+    DType("xf32", 19, "float", "float32", storage_bits=32),  # CDNA3: f32 storage, 10-bit mantissa math
+    DType("tf32", 19, "float", "float32", storage_bits=32),  # NVIDIA: f32 storage, low 13 bits ignored
+    DType("f16", 16, "float", "float16"),
+    DType("bf16", 16, "float", "bfloat16"),
+    DType("fp8_fnuz", 8, "float", "float8_e4m3fnuz"),
+    DType("bf8_fnuz", 8, "float", "float8_e5m2fnuz"),
+    DType("fp8_ocp", 8, "float", "float8_e4m3fn"),
+    DType("bf8_ocp", 8, "float", "float8_e5m2"),
+    DType("fp6", 6, "float", "float6_e2m3fn"),
+    DType("bf6", 6, "float", "float6_e3m2fn"),
+    DType("fp4", 4, "float", "float4_e2m1fn"),
+    DType("e8m0", 8, "float", "float8_e8m0fnu"),  # block scales of v_mfma_scale_*
+    DType("i32", 32, "int", "int32"),
+    DType("i8", 8, "int", "int8"),
+    DType("u8", 8, "uint", "uint8"),
+    DType("i4", 4, "int", "int4"),
+    DType("u4", 4, "uint", "uint4"),
+]
+
+DTYPES: dict[str, DType] = {d.name: d for d in _ROWS}
+
+
+def dtype(name: str | DType) -> DType:
+    if isinstance(name, DType):
+        return name
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise ModifierError(f"unknown element type {name!r}; known types: {choices(DTYPES)}") from None
+
+
+def fp8_for(flavour: str | None, wide_exponent: bool) -> DType:
+    """``fp8``/``bf8`` of a target's flavour (``"fnuz"`` or ``"ocp"``)."""
+    if flavour not in ("fnuz", "ocp"):
+        raise ModifierError(f"target has no fp8 (flavour {flavour!r}); fp8 flavours: fnuz, ocp")
+    return DTYPES[("bf8_" if wide_exponent else "fp8_") + flavour]
+
+
+def _uint_of(bits: int) -> np.dtype:
+    return np.dtype({8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[max(8, bits)])
+
+
+def encode(values: np.ndarray, dt: str | DType) -> np.ndarray:
+    """Round ``values`` to ``dt`` and return the raw bit patterns (uint64, low ``reg_bits`` bits)."""
+    d = dtype(dt)
+    arr = np.asarray(values)
+    if d.kind in ("int", "uint"):
+        wrapped = np.asarray(arr, dtype=np.int64) & ((1 << d.bits) - 1)
+        return wrapped.astype(np.uint64)
+    if d.name in ("xf32", "tf32"):
+        arr = np.asarray(arr, np.float64).astype(np.float32)
+        return arr.view(np.uint32).astype(np.uint64)
+    typed = np.asarray(arr, dtype=np.float64).astype(d.np)
+    if d.bits in (4, 6):
+        return typed.view(np.uint8).astype(np.uint64) & ((1 << d.bits) - 1)
+    return typed.view(_uint_of(d.bits)).astype(np.uint64)
+
+
+def decode(bits: np.ndarray, dt: str | DType) -> np.ndarray:
+    """Raw bit patterns -> float64 (floats) or int64 (integers), exactly."""
+    d = dtype(dt)
+    raw = np.asarray(bits, dtype=np.uint64) & np.uint64((1 << d.reg_bits) - 1 if d.reg_bits < 64 else ~0 & (2**64 - 1))
+    if d.kind == "uint":
+        return raw.astype(np.int64)
+    if d.kind == "int":
+        v = raw.astype(np.int64)
+        return np.where(v >= (1 << (d.bits - 1)), v - (1 << d.bits), v)
+    if d.name in ("xf32", "tf32"):
+        return raw.astype(np.uint32).view(np.float32).astype(np.float64)
+    if d.bits in (4, 6):
+        return raw.astype(np.uint8).view(d.np).astype(np.float64)
+    return raw.astype(_uint_of(d.bits)).view(d.np).astype(np.float64)

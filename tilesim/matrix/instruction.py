@@ -1,0 +1,196 @@
+"""``MatrixInstruction``: one catalog row, and everything derived from it.
+
+A row is a frozen value. Its layouts come from :mod:`tilesim.matrix.geometry` recipes the row
+carries per wave size; its numerics from :mod:`tilesim.matrix.numerics`; the simulator, the
+code generator, the docs and the pictures all read the same row.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from tilesim.errors import ModifierError, choices
+from tilesim.layouts.layout import Layout
+from tilesim.matrix.dtypes import DType, dtype
+from tilesim.matrix.geometry import BLGP_SOURCE, AccGeometry, InputGeometry, acc_layout, input_layout
+
+__all__ = ["MatrixInstruction", "Modifier", "Builtin", "OPERANDS"]
+
+OPERANDS = ("A", "B", "C", "D", "K")
+
+
+@dataclass(frozen=True)
+class Modifier:
+    """A modifier field the instruction accepts, with its legal raw values and what it does."""
+
+    name: str  # cbsz | abid | blgp | opsel | neg | neg_hi
+    values: tuple[int, ...]
+    effect: str
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """The compiler builtin that emits the instruction, with its C types."""
+
+    name: str
+    ret: str
+    args: tuple[str, ...]  # C types in order; immediates are spelled "imm:<name>"
+    wave: int
+
+    def call(self, a: str, b: str, c: str, k: str | None = None, **imms: int) -> str:
+        vals = {"A": a, "B": b, "C": c, "K": k}
+        out, operands = [], iter(["A", "B", "C"] if k is None else ["A", "B", "C", "K"])
+        for t in self.args:
+            if t.startswith("imm:"):
+                out.append(str(int(imms.get(t[4:], 0))))
+            else:
+                out.append(str(vals[next(operands)]))
+        return f"{self.name}({', '.join(out)})"
+
+
+@dataclass(frozen=True)
+class MatrixInstruction:
+    """One instruction on one architecture family.
+
+    ``layout(operand, wave_size=..., cbsz=..., abid=..., blgp=..., opsel=...)`` gives the exact
+    hardware layout the instruction reads (A, B, C, K) or writes (D).
+    """
+
+    mnemonic: str
+    kind: str  # mfma | smfmac | wmma | swmmac | mma_sync
+    family: str  # cdna1 … cdna4, rdna3, rdna4, gfx1250, sm80 …
+    targets: tuple[str, ...]
+    m: int
+    n: int
+    k: int
+    blocks: int
+    types: tuple[str, str, str, str]  # A, B, C, D element types
+    wave_sizes: tuple[int, ...]
+    geometry: tuple[tuple[int, tuple[tuple[str, object], ...]], ...]  # wave -> operand -> recipe
+    registers: tuple[tuple[int, tuple[tuple[str, int], ...]], ...]  # wave -> operand -> VGPRs/lane
+    cycles: int | None
+    modifiers: tuple[Modifier, ...]
+    builtins: tuple[Builtin, ...]
+    citation: str
+    aliases: tuple[str, ...] = ()
+    sparse: bool = False
+    notes: str = field(default="", compare=False)
+
+    # ------------------------------------------------------------------ descriptive
+    def __str__(self) -> str:
+        return self.mnemonic
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        return (self.mnemonic, *self.aliases)
+
+    @property
+    def dtypes(self) -> tuple[DType, DType, DType, DType]:
+        a, b, c, d = (dtype(t) for t in self.types)
+        return a, b, c, d
+
+    @property
+    def flops(self) -> int:
+        """Multiply-adds count as two operations (the ISA guides' convention)."""
+        return 2 * self.m * self.n * self.k * self.blocks
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        return ("A", "B", "C", "D", "K") if self.sparse else ("A", "B", "C", "D")
+
+    def modifier(self, name: str) -> Modifier | None:
+        return next((m for m in self.modifiers if m.name == name), None)
+
+    def registers_for(self, wave_size: int | None = None) -> dict[str, int]:
+        wave = self._wave(wave_size)
+        return dict(dict(self.registers)[wave])
+
+    def builtin_for(self, wave_size: int | None = None) -> Builtin | None:
+        wave = self._wave(wave_size)
+        return next((b for b in self.builtins if b.wave == wave), None)
+
+    # ------------------------------------------------------------------ validation
+    def _wave(self, wave_size: int | None) -> int:
+        if wave_size is None:
+            return self.wave_sizes[0]
+        if wave_size not in self.wave_sizes:
+            raise ModifierError(
+                f"{self.mnemonic} ({self.family}) has no wave{wave_size} form; wave sizes: {choices(self.wave_sizes)}"
+            )
+        return wave_size
+
+    def _check_mods(self, operand: str, cbsz: int, abid: int, blgp: int, opsel: int) -> None:
+        given = {"cbsz": cbsz, "abid": abid, "blgp": blgp, "opsel": opsel}
+        for name, value in given.items():
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+                raise ModifierError(f"{name} must be an integer, got {value!r}")
+            mod = self.modifier(name)
+            if mod is None:
+                if value != 0:
+                    have = [m.name for m in self.modifiers] or ["none"]
+                    raise ModifierError(
+                        f"{self.mnemonic} ({self.family}) has no {name.upper()} modifier; "
+                        f"its modifiers: {choices(have)}"
+                    )
+            elif value not in mod.values:
+                raise ModifierError(f"{name}={value} is not legal for {self.mnemonic}; legal: {choices(mod.values)}")
+        if self.modifier("abid") is not None and self.kind == "mfma" and abid >= (1 << cbsz):
+            raise ModifierError(f"abid={abid} needs abid < 2**cbsz = {1 << cbsz} for {self.mnemonic}")
+
+    # ------------------------------------------------------------------ layouts
+    def layout(
+        self,
+        operand: str,
+        *,
+        wave_size: int | None = None,
+        cbsz: int = 0,
+        abid: int = 0,
+        blgp: int = 0,
+        opsel: int = 0,
+    ) -> Layout:
+        """The hardware layout of ``operand`` ("A", "B", "C", "D", or "K" for sparse indices)."""
+        op = operand.upper() if isinstance(operand, str) else operand
+        if op not in self.operands:
+            raise ModifierError(f"unknown operand {operand!r} for {self.mnemonic}; operands: {choices(self.operands)}")
+        wave = self._wave(wave_size)
+        self._check_mods(op, cbsz, abid, blgp, opsel)
+        return _layout_cached(self, op, wave, cbsz, abid, blgp, opsel)
+
+    def recipe(self, operand: str, wave_size: int | None = None) -> object:
+        geo: Mapping[str, object] = dict(dict(self.geometry)[self._wave(wave_size)])
+        return geo[operand]
+
+
+@functools.lru_cache(maxsize=8192)
+def _layout_cached(ins: MatrixInstruction, op: str, wave: int, cbsz: int, abid: int, blgp: int, opsel: int) -> Layout:
+    entry = dict(dict(ins.geometry)[wave])[op]
+    if callable(entry):  # NVIDIA fragments are written hardware -> logical
+        return entry(cbsz=cbsz, abid=abid, blgp=blgp, opsel=opsel)
+    recipe, bits = entry
+    if recipe == "f8f6f4":  # gfx950: CBSZ (A) / BLGP (B) pick the element format, not a broadcast
+        from tilesim.matrix.catalog_amd import f8f6f4_geometry
+
+        recipe, bits = f8f6f4_geometry(ins.m, cbsz if op == "A" else blgp)
+        return input_layout(recipe, ins.m, ins.k, 1, bits, transpose=(op == "B"))
+    if isinstance(recipe, InputGeometry):
+        lane_source = None
+        if op == "A" and cbsz and ins.kind == "mfma":
+            span = recipe.lanes >> cbsz  # CBSZ/ABID: lane l reads A from lane l % S + S*ABID, S = 64 >> CBSZ
+            lane_source = lambda l: l % span + span * abid  # noqa: E731
+        if op == "B" and blgp and ins.kind == "mfma":
+            lane_source = BLGP_SOURCE[blgp]
+        if op == "K" and ins.modifier("abid") is not None and not cbsz:
+            recipe = replace(recipe, slot_shift=abid * recipe.kc)
+        if op == "K" and ins.kind == "swmmac" and opsel:
+            recipe = replace(recipe, slot_shift=opsel * recipe.slots // 2)
+        return input_layout(recipe, ins.m if op in ("A", "K") else ins.n, ins.k, ins.blocks, bits,
+                            transpose=(op == "B"), lane_source=lane_source)
+    if isinstance(recipe, AccGeometry):
+        if opsel & 4 and ins.modifier("opsel") is not None:
+            recipe = replace(recipe, slot_offset=1)  # OPSEL[2]: 16-bit C/D in the high halves (RDNA3)
+        return acc_layout(recipe, ins.m, ins.n, ins.blocks, bits)
+    raise TypeError(f"bad recipe for {ins.mnemonic} {op}: {recipe!r}")
