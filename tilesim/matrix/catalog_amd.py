@@ -39,7 +39,7 @@ TARGETS = {
     "gfx1250": ("gfx1250",),
 }
 
-_BITS = {"f64": 64, "f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "u8": 8, "i4": 4,
+_BITS = {"f64": 64, "f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "u8": 8, "i4": 4, "u4": 4,
          "fp8_fnuz": 8, "bf8_fnuz": 8, "fp8_ocp": 8, "bf8_ocp": 8, "fp6": 6, "bf6": 6, "fp4": 4, "i32": 32}
 
 # --------------------------------------------------------------------------- clang types
@@ -72,15 +72,21 @@ def _builtin(name: str, sig: str, wave: int) -> Builtin:
 def _cbsz_abid(blocks: int) -> tuple[Modifier, ...]:
     top = blocks.bit_length() - 1
     return (
-        Modifier("cbsz", tuple(range(top + 1)), "A broadcast: 2**CBSZ lane groups read the group ABID picks"),
-        Modifier("abid", tuple(range(1 << top)), "A broadcast source group (needs ABID < 2**CBSZ)"),
+        Modifier("cbsz", tuple(range(top + 1)), "A broadcast: groups of 2**CBSZ blocks share one block's A", "broadcast"),
+        Modifier("abid", tuple(range(1 << top)), "A broadcast source block within its group (ABID < 2**CBSZ)", "broadcast"),
     )
 
 
-BLGP = Modifier("blgp", tuple(range(8)), "B lane pattern: lanes read B from other lanes (broadcast/rotate)")
+BLGP = Modifier("blgp", tuple(range(8)), "B lane pattern: lanes read B from other lanes (broadcast/rotate)",
+                "lane_pattern")
+BLGP_NEG = Modifier("blgp", tuple(range(8)), "f64: negate A (bit 0), B (bit 1), C (bit 2)", "negate")
 NEG = Modifier("neg", tuple(range(8)), "negate A (bit 0), B (bit 1), C (bit 2); low halves for packed 16-bit")
 NEG_HI = Modifier("neg_hi", tuple(range(8)), "negate high halves of packed 16-bit A/B; |C| for bit 2")
-OPSEL_HI = Modifier("opsel", (0, 4), "OPSEL[2]: 16-bit C/D in the high half of each VGPR")
+NEG_C = Modifier("neg", (0, 4), "bit 2 negates C")
+NEG_HI_C = Modifier("neg_hi", (0, 4), "bit 2 takes |C|")
+SIGNED = Modifier("neg", (0, 1, 2, 3), "integer signedness: bit 0 A signed, bit 1 B signed (unsigned by default)",
+                  "signedness")
+OPSEL_HI = Modifier("opsel", (0, 4), "OPSEL[2]: 16-bit C/D in the high half of each VGPR", "half_select")
 
 
 # --------------------------------------------------------------------------- MFMA
@@ -231,9 +237,9 @@ def _cdna3_new(family: str, fp8: str) -> list[MatrixInstruction]:
         _mfma(family, "v_mfma_i32_32x32x16_i8", 32, 16, 1, "i8", "i32", 32, sig="V16iWiWiV16iIiIiIi"),
         _mfma(family, "v_mfma_i32_16x16x32_i8", 16, 32, 1, "i8", "i32", 16, sig="V4iWiWiV4iIiIiIi"),
         _mfma(family, "v_mfma_f64_16x16x4_f64", 16, 4, 1, "f64", "f64", 32, alias="v_mfma_f64_16x16x4f64",
-              mods=(BLGP,), sig="V4dddV4dIiIiIi"),
+              mods=(BLGP_NEG,), sig="V4dddV4dIiIiIi"),
         _mfma(family, "v_mfma_f64_4x4x4_4b_f64", 4, 4, 4, "f64", "f64", 16, alias="v_mfma_f64_4x4x4f64",
-              mods=(BLGP,), sig="ddddIiIiIi"),
+              mods=(BLGP_NEG,), sig="ddddIiIiIi"),
     ]
     for shape, m, k, cyc, sig in [("16x16x32", 16, 32, 16, "V4fWiWiV4fIiIiIi"),
                                   ("32x32x16", 32, 16, 32, "V16fWiWiV16fIiIiIi")]:
@@ -260,10 +266,9 @@ def _cdna3_new(family: str, fp8: str) -> list[MatrixInstruction]:
 # SMFMAC index selection: 16-bit types keep two index sets per VGPR (ABID picks one when CBSZ=0);
 # 8-bit types use the whole VGPR. Source: CDNA3 ISA §7.1.6 "Sparse matrix".
 SMFMAC_MODS: dict[int, tuple[Modifier, ...]] = {
-    16: (Modifier("cbsz", (0, 1, 2, 3), "index-set select enable (0: ABID picks the set)"),
-         Modifier("abid", (0, 1, 2, 3), "index set within the index VGPR")),
-    8: (Modifier("cbsz", (0, 1, 2, 3), "index-set select enable"),
-        Modifier("abid", (0, 1, 2, 3), "index set within the index VGPR")),
+    bits: (Modifier("cbsz", (0, 1, 2, 3), "0: ABID picks the index set; otherwise set 0", "index_set"),
+           Modifier("abid", tuple(range(sets)), "index set within the index VGPR (when CBSZ = 0)", "index_set"))
+    for bits, sets in ((16, 4), (8, 2))
 }
 
 
@@ -410,11 +415,12 @@ def _rdna3() -> list[MatrixInstruction]:
             acc = _acc(lanes, 1, cb, stride=2 if cb == 16 else 1)  # 16-bit results sit in one half
             geo[lanes] = {"A": (inp, ab), "B": (inp, ab), "C": (acc, cb), "D": (acc, cb)}
             regs[lanes] = {"A": 16 * ab // 32, "B": 16 * ab // 32, "C": 256 // lanes, "D": 256 // lanes}
-        mods = (OPSEL_HI, NEG, NEG_HI) if cb == 16 else (NEG, NEG_HI)
+        mods = (OPSEL_HI, NEG, NEG_HI) if cb == 16 else (SIGNED,) if ab < 16 else (NEG, NEG_HI)
         base = name[2:]
         bl = (_builtin(f"__builtin_amdgcn_{base}_w32", w32sig, 32), _builtin(f"__builtin_amdgcn_{base}_w64", w64sig, 64))
         cyc = 16 if a == "i4" else 32
-        rows.append(_wmma("rdna3", name, 16, "i8" if a == "i8" else a, c, cyc, geo, regs, mods=mods, builtins=bl))
+        at = {"i8": "u8", "i4": "u4"}.get(a, a)  # iu8/iu4: unsigned unless NEG bits say signed
+        rows.append(_wmma("rdna3", name, 16, at, c, cyc, geo, regs, mods=mods, builtins=bl))
     return rows
 
 
@@ -478,7 +484,8 @@ def _rdna4() -> list[MatrixInstruction]:
             geo[lanes] = {"A": (inp, ab), "B": (inp, ab), "C": (acc, cb), "D": (acc, cb)}
             regs[lanes] = {"A": -(-inp.slots * ab // 32), "B": -(-inp.slots * ab // 32),
                            "C": -(-acc.slots * cb // 32), "D": -(-acc.slots * cb // 32)}
-        mods = () if ab == 8 and at != "i8" else (NEG, NEG_HI)
+        mods = (SIGNED,) if at in ("i8", "i4") else () if ab == 8 else (NEG, NEG_HI)
+        at, bt = ({"i8": "u8", "i4": "u4"}.get(at, at), {"i8": "u8", "i4": "u4"}.get(bt, bt))
         base = name[2:]
         bl = (_builtin(f"__builtin_amdgcn_{base}_w32_gfx12", s32, 32),
               _builtin(f"__builtin_amdgcn_{base}_w64_gfx12", s64, 64))
@@ -503,7 +510,7 @@ def _rdna4_sparse() -> list[MatrixInstruction]:
         for bn in ("fp8", "bf8"):
             sparse.append((f"v_swmmac_f32_16x16x32_{an}_{bn}", 32, (an, bn), "f32", 8, "V8fV2iV4iV8fi", "V4fiV2iV4fi"))
     for name, k, a, c, cyc, s32, s64 in sparse:
-        at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (a, a)
+        at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else ({"i8": "u8", "i4": "u4"}.get(a, a),) * 2
         ab, cb = _BITS[at], _BITS[c]
         geo, regs = {}, {}
         for lanes in (32, 64):
@@ -514,7 +521,9 @@ def _rdna4_sparse() -> list[MatrixInstruction]:
             geo[lanes] = {"A": (ga, 2 * ab), "B": (gb, ab), "C": (acc, cb), "D": (acc, cb), "K": (gk, 4)}
             regs[lanes] = {"A": -(-ga.slots * 2 * ab // 32), "B": -(-gb.slots * ab // 32),
                            "C": -(-acc.slots * cb // 32), "D": -(-acc.slots * cb // 32), "K": 1}
-        mods = (Modifier("opsel", (0, 1), "index_key: which index set of the index VGPR"),)
+        signed = (SIGNED,) if at in ("u8", "u4") else (NEG, NEG_HI) if ab == 16 else ()
+        mods = (Modifier("opsel", (0, 1, 2, 3), "index_key: which index set of the index VGPR "
+                         "(sets per VGPR depend on the wave size)", "index_set"), *signed)
         base = name[2:]
         bl = (_builtin(f"__builtin_amdgcn_{base}_w32", s32, 32), _builtin(f"__builtin_amdgcn_{base}_w64", s64, 64))
         rows.append(_wmma("rdna4", name, k, at, c, cyc, geo, regs, b=bt, mods=mods, builtins=bl, sparse=True))
@@ -552,7 +561,8 @@ def _gfx1250() -> list[MatrixInstruction]:
         acc_c = AccGeometry(16, 2, 8, 32, 8)
         geo = {32: {"A": (inp, ab), "B": (inp, ab), "C": (acc_c, cb), "D": (acc_c, db)}}
         regs = {32: {"A": per_lane * ab // 32, "B": per_lane * ab // 32, "C": 8 * cb // 32, "D": 8 * db // 32}}
-        mods = (NEG, NEG_HI) if ab >= 16 else ()
+        mods = (NEG, NEG_HI) if ab >= 16 else (SIGNED,) if at == "i8" else ()
+        at, bt = ({"i8": "u8"}.get(at, at), {"i8": "u8"}.get(bt, bt))
         row = _wmma("gfx1250", name, k, at, c, None, geo, regs, b=bt, d=d, mods=mods,
                     builtins=(_builtin("__builtin_amdgcn_" + name[2:], sig, 32),),
                     notes="layout from CK/Triton (medium confidence); cycles unknown")

@@ -24,10 +24,10 @@ groups=2 (rows ``2*v + lane//16``); RDNA4 wave32: rc=8, groups=2 (rows ``8*(lane
 ``slot_stride``/``slot_offset`` place 16-bit results in one half of each register (RDNA3
 ``OPSEL``).
 
-Modifiers act on top, as relations: CBSZ/ABID make lane ``l`` read A from lane
-``l % S + S*ABID`` with ``S = 64 >> CBSZ`` (so whole blocks are broadcast); BLGP makes lane
-``l`` read B from ``BLGP_SOURCE[blgp](l)``. Source: CDNA3/CDNA4 ISA §7.1.5 "Dependency and
-broadcast modifiers", Table 29.
+Modifiers act on top, as relations: CBSZ/ABID make every block of a group of ``2**CBSZ``
+adjacent blocks read A from block ``ABID`` of its group; BLGP makes lane ``l`` read B from
+``BLGP_SOURCE[blgp](l)``. Source: CDNA3 ISA §7.1.4 "Broadcasting"; AMD's matrix instruction
+calculator prints the same (tests/golden/amd_calculator).
 """
 
 from __future__ import annotations
@@ -115,17 +115,20 @@ def input_layout(
     elem_bits: int,
     *,
     transpose: bool,
+    block_source: Callable[[np.ndarray], np.ndarray] | None = None,
     lane_source: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Layout:
     """Layout of an input operand. ``transpose`` puts the outer index on ``col`` (B: row=k, col=j).
 
-    ``lane_source(l)`` names the lane whose registers feed lane ``l`` (CBSZ/ABID on A, BLGP on B).
+    ``block_source(b)`` names the block whose registers feed block ``b`` (CBSZ/ABID on A);
+    ``lane_source(l)`` the lane whose registers feed lane ``l`` (BLGP on B).
     """
     out_dims = {"block": blocks, "row": inner if transpose else outer, "col": outer if transpose else inner}
 
     def where(block: np.ndarray, row: np.ndarray, col: np.ndarray) -> list[dict[str, np.ndarray]]:
         r, k = (col, row) if transpose else (row, col)
-        lane, slot = g.place(r, k, block, inner, blocks)
+        src = block_source(block) if block_source is not None else block
+        lane, slot = g.place(r, k, src, inner, blocks)
         placed = []
         for off in g.copies:
             ln = lane + off

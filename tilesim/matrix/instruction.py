@@ -23,13 +23,27 @@ __all__ = ["MatrixInstruction", "Modifier", "Builtin", "OPERANDS"]
 OPERANDS = ("A", "B", "C", "D", "K")
 
 
+MODIFIER_KINDS = ("broadcast", "lane_pattern", "negate", "index_set", "half_select", "format", "signedness")
+
+
 @dataclass(frozen=True)
 class Modifier:
-    """A modifier field the instruction accepts, with its legal raw values and what it does."""
+    """A modifier field the instruction accepts, its legal raw values, and what it does.
+
+    ``kind`` says how it acts: ``broadcast`` (CBSZ/ABID move A between blocks), ``lane_pattern``
+    (BLGP moves B between lanes), ``index_set`` (which sparse-index set is read), ``half_select``
+    (16-bit C/D in the high halves), ``format`` (gfx950 f8f6f4 element formats), ``negate`` and
+    ``signedness`` (values only; the layout is unchanged).
+    """
 
     name: str  # cbsz | abid | blgp | opsel | neg | neg_hi
     values: tuple[int, ...]
     effect: str
+    kind: str = "negate"
+
+    def __post_init__(self) -> None:
+        if self.kind not in MODIFIER_KINDS:
+            raise ValueError(f"modifier kind {self.kind!r}; valid: {MODIFIER_KINDS}")
 
 
 @dataclass(frozen=True)
@@ -138,8 +152,9 @@ class MatrixInstruction:
                     )
             elif value not in mod.values:
                 raise ModifierError(f"{name}={value} is not legal for {self.mnemonic}; legal: {choices(mod.values)}")
-        if self.modifier("abid") is not None and self.kind == "mfma" and abid >= (1 << cbsz):
-            raise ModifierError(f"abid={abid} needs abid < 2**cbsz = {1 << cbsz} for {self.mnemonic}")
+        ab = self.modifier("abid")
+        if ab is not None and ab.kind == "broadcast" and abid >= (1 << cbsz):
+            raise ModifierError(f"abid={abid} needs abid < 2**CBSZ = {1 << cbsz} for {self.mnemonic} (cbsz={cbsz})")
 
     # ------------------------------------------------------------------ layouts
     def layout(
@@ -165,9 +180,26 @@ class MatrixInstruction:
         return geo[operand]
 
 
+def _kind(ins: MatrixInstruction, name: str) -> str | None:
+    m = ins.modifier(name)
+    return None if m is None else m.kind
+
+
+def _index_sets(ins: MatrixInstruction, units: int, field: str, value: int, wave: int) -> int:
+    """Sparse index VGPR: 32 bits hold 32 // (4*units) sets; ``value`` picks one."""
+    sets = 8 // units
+    if value >= sets:
+        raise ModifierError(
+            f"{field}={value}: {ins.mnemonic} in wave{wave} has {sets} index set(s) per VGPR; legal: "
+            f"{choices(range(sets))}"
+        )
+    return value * units
+
+
 @functools.lru_cache(maxsize=8192)
 def _layout_cached(ins: MatrixInstruction, op: str, wave: int, cbsz: int, abid: int, blgp: int, opsel: int) -> Layout:
-    entry = dict(dict(ins.geometry)[wave])[op]
+    geo = dict(dict(ins.geometry)[wave])
+    entry = geo[op]
     if callable(entry):  # NVIDIA fragments are written hardware -> logical
         return entry(cbsz=cbsz, abid=abid, blgp=blgp, opsel=opsel)
     recipe, bits = entry
@@ -177,20 +209,22 @@ def _layout_cached(ins: MatrixInstruction, op: str, wave: int, cbsz: int, abid: 
         recipe, bits = f8f6f4_geometry(ins.m, cbsz if op == "A" else blgp)
         return input_layout(recipe, ins.m, ins.k, 1, bits, transpose=(op == "B"))
     if isinstance(recipe, InputGeometry):
-        lane_source = None
-        if op == "A" and cbsz and ins.kind == "mfma":
-            span = recipe.lanes >> cbsz  # CBSZ/ABID: lane l reads A from lane l % S + S*ABID, S = 64 >> CBSZ
-            lane_source = lambda l: l % span + span * abid  # noqa: E731
-        if op == "B" and blgp and ins.kind == "mfma":
+        lane_source = block_source = None
+        if op == "A" and cbsz and _kind(ins, "cbsz") == "broadcast":
+            group = 1 << cbsz  # CBSZ/ABID: each group of 2**CBSZ blocks reads block ABID of the group
+            block_source = lambda b: (b // group) * group + abid  # noqa: E731
+        if op == "B" and blgp and _kind(ins, "blgp") == "lane_pattern":
             lane_source = BLGP_SOURCE[blgp]
-        if op == "K" and ins.modifier("abid") is not None and not cbsz:
-            recipe = replace(recipe, slot_shift=abid * recipe.kc)
-        if op == "K" and ins.kind == "swmmac" and opsel:
-            recipe = replace(recipe, slot_shift=opsel * recipe.slots // 2)
+        if op == "K":
+            units = geo["A"][0].slots
+            if _kind(ins, "abid") == "index_set" and not cbsz:  # SMFMAC: ABID picks the set when CBSZ = 0
+                recipe = replace(recipe, slot_shift=_index_sets(ins, units, "abid", abid, wave))
+            if _kind(ins, "opsel") == "index_set":  # SWMMAC: OPSEL (index_key) picks the set
+                recipe = replace(recipe, slot_shift=_index_sets(ins, units, "opsel", opsel, wave))
         return input_layout(recipe, ins.m if op in ("A", "K") else ins.n, ins.k, ins.blocks, bits,
-                            transpose=(op == "B"), lane_source=lane_source)
+                            transpose=(op == "B"), lane_source=lane_source, block_source=block_source)
     if isinstance(recipe, AccGeometry):
-        if opsel & 4 and ins.modifier("opsel") is not None:
+        if opsel & 4 and _kind(ins, "opsel") == "half_select":
             recipe = replace(recipe, slot_offset=1)  # OPSEL[2]: 16-bit C/D in the high halves (RDNA3)
         return acc_layout(recipe, ins.m, ins.n, ins.blocks, bits)
     raise TypeError(f"bad recipe for {ins.mnemonic} {op}: {recipe!r}")
