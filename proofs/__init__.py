@@ -1,0 +1,1 @@
+"""Executable proof obligations for tilesim (run: ``python -m proofs``)."""
