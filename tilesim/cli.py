@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from tilesim.errors import TilesimError
 
@@ -26,8 +27,20 @@ _EPILOG = """examples:
 """
 
 
+class _UsageError(Exception):
+    """A command line argparse rejects (missing option, bad choice, non-integer)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints the usage block and "tilesim layout: error: …" and exits; the contract
+    # here is one "tilesim: error: …" line and status 2, so the error is raised to main().
+    # Subparsers inherit this class (add_subparsers defaults parser_class to type(self)).
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="tilesim",
         description="Which lane, VGPR and bits hold which matrix element — for AMD MFMA/WMMA "
         "and NVIDIA mma.sync, exactly as the hardware does it.",
@@ -134,7 +147,9 @@ def _cmd_layout(args: argparse.Namespace) -> str:
                      opsel=args.opsel)
     if args.view == "registers" and args.format in ("table", "markdown"):
         return render_registers(lay, args.format)
-    meta = {"arch": args.arch, "instruction": row.mnemonic, "operand": args.operand.upper(),
+    from tilesim.hw.targets import get_target
+
+    meta = {"arch": get_target(args.arch).name, "instruction": row.mnemonic, "operand": args.operand.upper(),
             "wave": args.wave or row.wave_sizes[0], "cbsz": args.cbsz, "abid": args.abid, "blgp": args.blgp,
             "opsel": args.opsel}
     return render(lay, args.format, **meta) if args.format == "json" else render(lay, args.format)
@@ -157,14 +172,14 @@ _COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.command:
-        parser.print_help()
-        return 0
     try:
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help()
+            return 0
         out = _COMMANDS[args.command](args)
-    except TilesimError as e:
-        print(f"tilesim: error: {e}", file=sys.stderr)
+    except (TilesimError, _UsageError) as e:
+        print("tilesim: error: " + str(e).replace("\n", " "), file=sys.stderr)
         return 2
     try:
         print(out)

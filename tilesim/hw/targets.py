@@ -15,6 +15,7 @@ Sources:
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 
 from tilesim.errors import TargetError, choices
@@ -286,7 +287,13 @@ def occupancy(target: str | Target, vgprs_per_wave: int, wave_size: int | None =
     wave = t.default_wave if wave_size is None else wave_size
     if wave not in t.wave_sizes:
         raise TargetError(f"{t.name} has no wave{wave}; wave sizes: {choices(t.wave_sizes)}")
-    if not isinstance(vgprs_per_wave, int) or vgprs_per_wave < 0:
+    try:  # any integer, numpy's included; not bool (True is an int to Python) nor float
+        if isinstance(vgprs_per_wave, bool):
+            raise TypeError
+        vgprs_per_wave = operator.index(vgprs_per_wave)
+    except TypeError:
+        raise TargetError(f"VGPRs per wave must be a non-negative integer, got {vgprs_per_wave!r}") from None
+    if vgprs_per_wave < 0:
         raise TargetError(f"VGPRs per wave must be a non-negative integer, got {vgprs_per_wave!r}")
     if vgprs_per_wave > t.max_vgprs_per_wave:
         raise TargetError(

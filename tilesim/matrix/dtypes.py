@@ -81,6 +81,25 @@ def _uint_of(bits: int) -> np.dtype:
     return np.dtype({8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[max(8, bits)])
 
 
+def _f32_round_to_odd(values: np.ndarray) -> np.ndarray:
+    """float64 -> float32, rounding to odd: exact values stay, others become the float32
+    neighbour (toward zero) with its last bit set.
+
+    ml_dtypes converts float64 to its types through float32 with round-to-nearest twice, which
+    is wrong near a midpoint (1 + 2**-8 + 2**-30 becomes bf16 1.0, not 1.0078125). Rounding to
+    odd first makes the second, nearest-even rounding the correct single rounding for any format
+    of at most 22 significant bits (Boldo & Melquiond, "Emulation of FMA and correctly rounded
+    sums: proved algorithms using rounding to odd", IEEE TC 2008).
+    """
+    x = np.asarray(values, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = x.astype(np.float32)
+        back = t.astype(np.float64)
+    inexact = np.isfinite(x) & (back != x)
+    t = np.where(inexact & (np.abs(back) > np.abs(x)), np.nextafter(t, np.float32(0)), t).astype(np.float32)
+    return (t.view(np.uint32) | inexact.astype(np.uint32)).view(np.float32)
+
+
 def encode(values: np.ndarray, dt: str | DType) -> np.ndarray:
     """Round ``values`` to ``dt`` and return the raw bit patterns (uint64, low ``reg_bits`` bits)."""
     d = dtype(dt)
@@ -89,9 +108,14 @@ def encode(values: np.ndarray, dt: str | DType) -> np.ndarray:
         wrapped = np.asarray(arr, dtype=np.int64) & ((1 << d.bits) - 1)
         return wrapped.astype(np.uint64)
     if d.name in ("xf32", "tf32"):
-        arr = np.asarray(arr, np.float64).astype(np.float32)
+        with np.errstate(over="ignore"):
+            arr = np.asarray(arr, np.float64).astype(np.float32)
         return arr.view(np.uint32).astype(np.uint64)
-    typed = np.asarray(arr, dtype=np.float64).astype(d.np)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf/NaN is the format's answer
+        if d.bits < 32 and d.np_name != "float16":  # ml_dtypes formats; numpy rounds f64 -> f16 directly
+            typed = _f32_round_to_odd(arr).astype(d.np)
+        else:
+            typed = np.asarray(arr, dtype=np.float64).astype(d.np)
     if d.bits in (4, 6):
         return typed.view(np.uint8).astype(np.uint64) & ((1 << d.bits) - 1)
     return typed.view(_uint_of(d.bits)).astype(np.uint64)
@@ -106,8 +130,9 @@ def decode(bits: np.ndarray, dt: str | DType) -> np.ndarray:
     if d.kind == "int":
         v = raw.astype(np.int64)
         return np.where(v >= (1 << (d.bits - 1)), v - (1 << d.bits), v)
-    if d.name in ("xf32", "tf32"):
-        return raw.astype(np.uint32).view(np.float32).astype(np.float64)
-    if d.bits in (4, 6):
-        return raw.astype(np.uint8).view(d.np).astype(np.float64)
-    return raw.astype(_uint_of(d.bits)).view(d.np).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # signalling-NaN patterns are valid register contents
+        if d.name in ("xf32", "tf32"):
+            return raw.astype(np.uint32).view(np.float32).astype(np.float64)
+        if d.bits in (4, 6):
+            return raw.astype(np.uint8).view(d.np).astype(np.float64)
+        return raw.astype(_uint_of(d.bits)).view(d.np).astype(np.float64)

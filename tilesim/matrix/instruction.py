@@ -147,7 +147,7 @@ class MatrixInstruction:
                 if value != 0:
                     have = [m.name for m in self.modifiers] or ["none"]
                     raise ModifierError(
-                        f"{self.mnemonic} ({self.family}) has no {name.upper()} modifier; "
+                        f"{name}={value}: {self.mnemonic} ({self.family}) has no {name.upper()} modifier; "
                         f"its modifiers: {choices(have)}"
                     )
             elif value not in mod.values:

@@ -8,7 +8,9 @@
 * NaN/±Inf propagate as IEEE does (an inf·0 or inf-inf gives NaN);
 * ``neg``/``neg_hi`` (RDNA WMMA): bit 0 negates A, bit 1 B, bit 2 C; for packed 16-bit
   operands ``neg`` acts on the low halves and ``neg_hi`` on the high halves; for a 32-bit C
-  ``neg_hi[2]`` takes the absolute value (RDNA3 ISA §7.9 "NEG and NEG_HI").
+  ``neg_hi[2]`` takes the absolute value (RDNA3 ISA §7.9 "NEG and NEG_HI"; LLVM sets both
+  NEG and NEG_HI to negate a whole packed operand, AMDGPUISelDAGToDAG ``SelectWMMAModsF16Neg``);
+* on ``iu8``/``iu4`` WMMA the NEG field is signedness instead: bit 0 A signed, bit 1 B signed.
 
 Hardware sums in a fixed internal order and may differ from this model by a few ulps; the
 tolerance for comparing a device against the model lives here too (:func:`tolerance`).
@@ -19,11 +21,15 @@ CDNA3 ISA describes xf32 as FP32 with a 10-bit mantissa — truncation is our as
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tilesim.errors import ModifierError
+from tilesim.errors import InstructionError, ModifierError, choices
 from tilesim.matrix.dtypes import DType, decode, dtype, encode
+
+if TYPE_CHECKING:
+    from tilesim.matrix.instruction import MatrixInstruction
 
 __all__ = ["quantize", "round_exact", "dot_exact", "execute_logical", "tolerance", "FLOAT_FORMATS"]
 
@@ -70,31 +76,52 @@ def round_exact(q: Fraction, dt: str) -> float:
     return sign * float(val)
 
 
+def _dyadic(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """Finite float64 values as exact integers on one scale: ``x == n * 2**e`` elementwise.
+
+    Returns an object array of Python ints ``n`` (non-finite entries read as 0) and ``e``.
+    """
+    fin = np.isfinite(x)
+    frac, ex = np.frexp(np.where(fin, x, 0.0))
+    mant = (frac * 2.0**53).astype(np.int64)  # exact: a float64 significand has 53 bits
+    ex = ex.astype(np.int64) - 53
+    nz = mant != 0
+    e0 = int(ex[nz].min()) if nz.any() else 0
+    shift = np.where(nz, ex - e0, 0)
+    ints = np.empty(x.shape, object)
+    ints.reshape(-1)[:] = [int(mv) << int(sh) for mv, sh in zip(mant.reshape(-1), shift.reshape(-1))]
+    return ints, e0
+
+
 def dot_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: str) -> np.ndarray:
     """``a @ b + c`` for float64 inputs holding exact values, rounded once to ``out``.
 
-    ``a``: (M, K), ``b``: (K, N), ``c``: (M, N). Non-finite cases follow IEEE float64.
+    ``a``: (M, K), ``b``: (K, N), ``c``: (M, N). The sum is exact: every finite float is an
+    integer times a power of two, so the products and the sum are Python integers on one scale.
+    Non-finite cases follow IEEE.
     """
-    M, K = a.shape
-    N = b.shape[1]
     with np.errstate(all="ignore"):
-        approx = a @ b + c
-        prods = a[:, :, None] * b[None, :, :]
-    res = np.empty((M, N), np.float64)
-    finite_in = np.isfinite(prods).all(axis=1) & np.isfinite(c)
-    fa = [[Fraction(float(x)) for x in row] for row in a] if finite_in.any() else None
-    fb = [[Fraction(float(x)) for x in row] for row in b] if finite_in.any() else None
-    for i in range(M):
-        for j in range(N):
-            if not finite_in[i, j]:
-                res[i, j] = approx[i, j]
-                continue
-            s = Fraction(float(c[i, j]))
-            for k in range(K):
-                x, y = a[i, k], b[k, j]
-                if x != 0 and y != 0:
-                    s += fa[i][k] * fb[k][j]  # type: ignore[index]
-            res[i, j] = round_exact(s, out)
+        # Where an input is NaN/inf the result is NaN/inf whatever the finite terms add, so only
+        # the non-finite terms are summed (IEEE); a finite product that overflows float64 must
+        # not turn inf into NaN.
+        special = ~np.isfinite(a)[:, :, None] | ~np.isfinite(b)[None, :, :]
+        prods = np.where(special, a[:, :, None] * b[None, :, :], 0.0)
+        approx = prods.sum(axis=1) + np.where(np.isfinite(c), 0.0, c)
+    # Exact path whenever every input of the dot product is finite. (Testing the float64
+    # products instead would send f64 products that overflow float64 but cancel exactly,
+    # e.g. 1e200*1e200 - 1e200*1e200, down the IEEE path and give NaN instead of 0.)
+    finite_in = np.isfinite(a).all(axis=1)[:, None] & np.isfinite(b).all(axis=0)[None, :] & np.isfinite(c)
+    res = np.array(approx, np.float64)
+    if not finite_in.any():
+        return res
+    ia, ea = _dyadic(a)  # non-finite entries read as 0; their outputs take the IEEE path above
+    ib, eb = _dyadic(b)
+    ic, ec = _dyadic(c)
+    e = min(ea + eb, ec)
+    total = (ia @ ib) * (1 << (ea + eb - e)) + ic * (1 << (ec - e))  # exact sum * 2**-e
+    scale = Fraction(2) ** e
+    for i, j in zip(*np.nonzero(finite_in)):
+        res[i, j] = round_exact(total[i, j] * scale, out)
     return res
 
 
@@ -106,6 +133,45 @@ def _as_blocks(x: np.ndarray, blocks: int, shape: tuple[int, int], name: str) ->
         return arr
     want = f"{shape}" if blocks == 1 else f"({blocks}, {shape[0]}, {shape[1]})"
     raise ModifierError(f"operand {name} has shape {arr.shape}; expected {want}")
+
+
+def _check_neg(ins: MatrixInstruction, neg: int, neg_hi: int) -> None:
+    """``neg``/``neg_hi`` must be raw values the row's modifiers accept (0 where it has none)."""
+    for name, value in (("neg", neg), ("neg_hi", neg_hi)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise ModifierError(f"{name} must be an integer, got {value!r}")
+        mod = ins.modifier(name)
+        blgp = ins.modifier("blgp")
+        if mod is None and name == "neg" and blgp is not None and blgp.kind == "negate":
+            mod = blgp  # CDNA3/CDNA4 f64 MFMA: the BLGP field is the NEG field (assembler: neg:[a,b,c])
+        if mod is None:
+            if value:
+                have = [m.name for m in ins.modifiers] or ["none"]
+                raise ModifierError(f"{name}={value}: {ins.mnemonic} ({ins.family}) has no {name.upper()} modifier; "
+                                    f"its modifiers: {choices(have)}")
+        elif value not in mod.values:
+            raise ModifierError(f"{name}={value} is not legal for {ins.mnemonic} ({ins.family}); "
+                                f"legal: {choices(mod.values)}")
+
+
+def _signed(d: DType) -> DType:
+    return dtype("i" + d.name[1:]) if d.kind == "uint" else d
+
+
+def _hi_halves(ins: MatrixInstruction, op: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """Which logical elements of a packed 16-bit operand sit in bits 16-31 of their VGPR.
+
+    Read from the row's hardware layout (default wave; every copy and every wave form of the
+    catalog's 16-bit rows agree, which tests/test_numerics.py checks). ``None`` when the slots
+    are not single 16-bit elements (32-bit operands, or SWMMAC's packed pairs of sparse A).
+    """
+    lay = ins.layout(op)
+    if lay.elem_bits != 16 or dtype(ins.types["AB".index(op)]).reg_bits != 16:
+        return None
+    loc = lay.location_array()
+    mask = np.zeros(shape, bool)
+    mask[loc[:, 0], loc[:, 1], loc[:, 2]] = loc[:, 5] >= 16
+    return mask
 
 
 def execute_logical(
@@ -123,23 +189,44 @@ def execute_logical(
 
     Blocks may be omitted when the instruction has one. Returns D with values exactly as the
     D type holds them (float64 or int64 array), shaped like C.
+
+    ``neg``/``neg_hi`` are the raw modifier fields and must be legal for the row. On rows whose
+    NEG field means signedness (RDNA ``iu8``/``iu4``), bit 0 reads A and bit 1 reads B as signed
+    (unsigned otherwise); nothing is negated. On packed 16-bit A/B, ``neg`` negates the elements
+    in the low halves of their VGPRs and ``neg_hi`` those in the high halves — so a whole-operand
+    negation is ``neg`` and ``neg_hi`` together, as LLVM emits it. ``hi_mask`` overrides which
+    logical elements count as high halves; by default it is read from the row's layout.
     """
     from tilesim.matrix.instruction import MatrixInstruction
 
-    assert isinstance(ins, MatrixInstruction)
+    if not isinstance(ins, MatrixInstruction):
+        raise InstructionError(f"execute_logical needs a catalog row (tilesim.matrix.lookup), got {ins!r}")
+    _check_neg(ins, neg, neg_hi)
     ta, tb, tc, td = (dtype(t) for t in (types or ins.types))
+    neg_mod = ins.modifier("neg")
+    if neg_mod is not None and neg_mod.kind == "signedness":
+        ta, tb = (_signed(ta) if neg & 1 else ta), (_signed(tb) if neg & 2 else tb)
+        neg = 0
     nb, m, n, k = ins.blocks, ins.m, ins.n, ins.k
     squeeze = np.asarray(a).ndim == 2
     A = quantize(_as_blocks(a, nb, (m, k), "A"), ta)
     B = quantize(_as_blocks(b, nb, (k, n), "B"), tb)
     C = quantize(np.zeros((nb, m, n)) if c is None else _as_blocks(c, nb, (m, n), "C"), tc)
-    for bit, (X, mask) in enumerate(((A, hi_mask[0]), (B, hi_mask[1]))):
+    for bit, (op, X, mask) in enumerate((("A", A, hi_mask[0]), ("B", B, hi_mask[1]))):
         lo_on, hi_on = (neg >> bit) & 1, (neg_hi >> bit) & 1
-        if lo_on or hi_on:
-            sel = np.ones(X.shape, bool) if mask is None else (mask if hi_on else ~mask)
-            if lo_on and hi_on:
-                sel = np.ones(X.shape, bool)
-            X[sel] = -X[sel]
+        if not (lo_on or hi_on):
+            continue
+        if lo_on and hi_on:
+            sel = np.ones(X.shape, bool)
+        else:
+            hi = _hi_halves(ins, op, X.shape) if mask is None else np.broadcast_to(np.asarray(mask, bool), X.shape)
+            if hi is None and (ins.sparse and op == "A"):
+                raise ModifierError(f"{'neg' if lo_on else 'neg_hi'} alone on {ins.mnemonic}'s sparse A acts on the "
+                                    "low/high element of each packed pair, which depends on the sparsity "
+                                    "indices; pass hi_mask, or set neg and neg_hi together")
+            # 32-bit A/B have no halves: either bit negates the element (not confirmed by an ISA table).
+            sel = np.ones(X.shape, bool) if hi is None else (hi if hi_on else ~hi)
+        X[sel] = -X[sel]
     if (neg_hi >> 2) & 1:
         C = np.abs(C)
     if (neg >> 2) & 1:
@@ -160,7 +247,8 @@ def tolerance(ins: object, k_terms: int | None = None) -> tuple[float, float]:
     """
     from tilesim.matrix.instruction import MatrixInstruction
 
-    assert isinstance(ins, MatrixInstruction)
+    if not isinstance(ins, MatrixInstruction):
+        raise InstructionError(f"tolerance needs a catalog row (tilesim.matrix.lookup), got {ins!r}")
     td = dtype(ins.types[3])
     if td.kind in ("int", "uint"):
         return 0.0, 0.0
