@@ -78,3 +78,30 @@ def test_targets_llvm_removed_are_reported_by_the_compiler(target: str) -> None:
 def test_target_without_the_instruction_is_rejected_before_any_compiler(mnemonic, target, pattern) -> None:
     with pytest.raises(InstructionError, match=pattern):
         lookup(mnemonic, target)
+
+
+_TOKEN_BITS = {"f32": 32, "f64": 64, "f16": 16, "fp16": 16, "bf16": 16, "i16": 16, "i32": 32, "i64": 64, "i8": 8}
+
+
+def _vgprs(tok: str) -> int:
+    import re
+
+    m = re.fullmatch(r"v(\d+)(\w+)", tok)
+    n, base = (int(m.group(1)), m.group(2)) if m else (1, tok)
+    return -(-n * _TOKEN_BITS[base] // 32)
+
+
+BUILTIN_ROWS = [(r, b) for r in rows() for b in r.builtins if r.kind != "mma_sync"]
+
+
+@pytest.mark.parametrize(("row", "builtin"), BUILTIN_ROWS, ids=[f"{r.family}:{b.name}" for r, b in BUILTIN_ROWS])
+def test_register_counts_equal_the_builtin_signature(row, builtin) -> None:
+    """clang's declared operand types (an independent source) fix each operand's VGPRs per lane."""
+    operands = [t for t in builtin.args if not t.startswith("imm:")]
+    names = ["A", "B", "C", "K"] if row.sparse else ["A", "B", "C"]  # sparse: C = D in place, then the index
+    regs = row.registers_for(builtin.wave)
+    declared = {op: _vgprs(t) for op, t in zip(names, operands)}
+    declared["D"] = _vgprs(builtin.ret)
+    assert {op: regs[op] for op in declared} == declared
+    # anything after the matrix operands is a block-scale operand (gfx950 v_mfma_scale_*): one i32 each
+    assert all(t == "i32" for t in operands[len(names):]), operands

@@ -42,6 +42,15 @@ TARGETS = {
 _BITS = {"f64": 64, "f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "u8": 8, "i4": 4, "u4": 4,
          "fp8_fnuz": 8, "bf8_fnuz": 8, "fp8_ocp": 8, "bf8_ocp": 8, "fp6": 6, "bf6": 6, "fp4": 4, "i32": 32}
 
+_IU = {"i8": "u8", "i4": "u4"}  # RDNA iu8/iu4: unsigned unless the NEG bits say signed
+FP8_PAIRS = [(a, b) for a in ("fp8", "bf8") for b in ("fp8", "bf8")]  # the A x B fp8 variants of a shape
+
+
+def _regs(geo: dict[str, tuple[object, int]]) -> dict[str, int]:
+    """VGPRs per lane of each operand: slots x element bits, rounded up; the sparse index is 1 VGPR."""
+    return {op: 1 if op == "K" else -(-g.slots * bits // 32) for op, (g, bits) in geo.items()}  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------- clang types
 _CLANG_BASE = {"f": "f32", "d": "f64", "x": "f16", "h": "fp16", "y": "bf16", "s": "i16", "i": "i32",
                "b": "bool", "c": "i8"}
@@ -243,9 +252,9 @@ def _cdna3_new(family: str, fp8: str) -> list[MatrixInstruction]:
     ]
     for shape, m, k, cyc, sig in [("16x16x32", 16, 32, 16, "V4fWiWiV4fIiIiIi"),
                                   ("32x32x16", 32, 16, 32, "V16fWiWiV16fIiIiIi")]:
-        for an, at in (("bf8", b8), ("fp8", f8)):
-            for bn, bt in (("bf8", b8), ("fp8", f8)):
-                rows.append(_mfma(family, f"v_mfma_f32_{shape}_{an}_{bn}", m, k, 1, at, "f32", cyc, b=bt, sig=sig))
+        for an, bn in sorted(FP8_PAIRS):
+            at, bt = (b8 if an == "bf8" else f8), (b8 if bn == "bf8" else f8)
+            rows.append(_mfma(family, f"v_mfma_f32_{shape}_{an}_{bn}", m, k, 1, at, "f32", cyc, b=bt, sig=sig))
     sparse = [("v_smfmac_f32_16x16x32_f16", 16, 32, "f16", "f32", 16, "V4fV4xV8xV4fiIiIi"),
               ("v_smfmac_f32_32x32x16_f16", 32, 16, "f16", "f32", 32, "V16fV4xV8xV16fiIiIi"),
               ("v_smfmac_f32_16x16x32_bf16", 16, 32, "bf16", "f32", 16, "V4fV4sV8sV4fiIiIi"),
@@ -254,9 +263,9 @@ def _cdna3_new(family: str, fp8: str) -> list[MatrixInstruction]:
               ("v_smfmac_i32_32x32x32_i8", 32, 32, "i8", "i32", 32, "V16iV2iV4iV16iiIiIi")]
     for shape, m, k, cyc, sig in [("16x16x64", 16, 64, 16, "V4fV2iV4iV4fiIiIi"),
                                   ("32x32x32", 32, 32, 32, "V16fV2iV4iV16fiIiIi")]:
-        for an, at in (("bf8", b8), ("fp8", f8)):
-            for bn, bt in (("bf8", b8), ("fp8", f8)):
-                sparse.append((f"v_smfmac_f32_{shape}_{an}_{bn}", m, k, (at, bt), "f32", cyc, sig))
+        for an, bn in sorted(FP8_PAIRS):
+            at, bt = (b8 if an == "bf8" else f8), (b8 if bn == "bf8" else f8)
+            sparse.append((f"v_smfmac_f32_{shape}_{an}_{bn}", m, k, (at, bt), "f32", cyc, sig))
     for name, m, k, a, c, cyc, sig in sparse:
         at, bt = a if isinstance(a, tuple) else (a, a)
         rows.append(_mfma(family, name, m, k, 1, at, c, cyc, b=bt, sig=sig, sparse=True, mods=SMFMAC_MODS[_BITS[at]]))
@@ -414,12 +423,12 @@ def _rdna3() -> list[MatrixInstruction]:
             inp = InputGeometry(16, 1, 16, lanes, 16, copies=copies)
             acc = _acc(lanes, 1, cb, stride=2 if cb == 16 else 1)  # 16-bit results sit in one half
             geo[lanes] = {"A": (inp, ab), "B": (inp, ab), "C": (acc, cb), "D": (acc, cb)}
-            regs[lanes] = {"A": 16 * ab // 32, "B": 16 * ab // 32, "C": 256 // lanes, "D": 256 // lanes}
+            regs[lanes] = _regs(geo[lanes])
         mods = (OPSEL_HI, NEG, NEG_HI) if cb == 16 else (SIGNED,) if ab < 16 else (NEG, NEG_HI)
         base = name[2:]
         bl = (_builtin(f"__builtin_amdgcn_{base}_w32", w32sig, 32), _builtin(f"__builtin_amdgcn_{base}_w64", w64sig, 64))
         cyc = 16 if a == "i4" else 32
-        at = {"i8": "u8", "i4": "u4"}.get(a, a)  # iu8/iu4: unsigned unless NEG bits say signed
+        at = _IU.get(a, a)
         rows.append(_wmma("rdna3", name, 16, at, c, cyc, geo, regs, mods=mods, builtins=bl))
     return rows
 
@@ -455,7 +464,7 @@ def _g(table: dict, bits: int, k: int, lanes: int, unit: int = 1) -> InputGeomet
     return InputGeometry(16, groups, kc, lanes, slots, group_order=order, unit=unit)
 
 
-def _rdna4_acc(lanes: int, cb: int) -> AccGeometry:
+def _rdna4_acc(lanes: int) -> AccGeometry:
     rc = 8 if lanes == 32 else 4
     return AccGeometry(16, lanes // 16, rc, lanes, 256 // lanes, group_order=_W64_ORDER if lanes == 64 else None)
 
@@ -471,21 +480,19 @@ def _rdna4() -> list[MatrixInstruction]:
         ("v_wmma_i32_16x16x16_iu4", 16, "i4", "i32", 8, "V8iIbiIbiV8iIb", "V4iIbiIbiV4iIb"),
         ("v_wmma_i32_16x16x32_iu4", 32, "i4", "i32", 8, "V8iIbV2iIbV2iV8iIb", "V4iIbiIbiV4iIb"),
     ]
-    for an in ("fp8", "bf8"):
-        for bn in ("fp8", "bf8"):
-            dense.append((f"v_wmma_f32_16x16x16_{an}_{bn}", 16, (an, bn), "f32", 8, "V8fV2iV2iV8f", "V4fiiV4f"))
+    dense += [(f"v_wmma_f32_16x16x16_{an}_{bn}", 16, (an, bn), "f32", 8, "V8fV2iV2iV8f", "V4fiiV4f")
+              for an, bn in FP8_PAIRS]
     for name, k, a, c, cyc, s32, s64 in dense:
         at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (a, a)
         ab, cb = _BITS[at], _BITS[c]
         geo, regs = {}, {}
         for lanes in (32, 64):
             inp = _g(_RDNA4_DENSE, ab, k, lanes)
-            acc = _rdna4_acc(lanes, cb)
+            acc = _rdna4_acc(lanes)
             geo[lanes] = {"A": (inp, ab), "B": (inp, ab), "C": (acc, cb), "D": (acc, cb)}
-            regs[lanes] = {"A": -(-inp.slots * ab // 32), "B": -(-inp.slots * ab // 32),
-                           "C": -(-acc.slots * cb // 32), "D": -(-acc.slots * cb // 32)}
-        mods = (SIGNED,) if at in ("i8", "i4") else () if ab == 8 else (NEG, NEG_HI)
-        at, bt = ({"i8": "u8", "i4": "u4"}.get(at, at), {"i8": "u8", "i4": "u4"}.get(bt, bt))
+            regs[lanes] = _regs(geo[lanes])
+        mods = (SIGNED,) if at in _IU else () if ab == 8 else (NEG, NEG_HI)
+        at, bt = _IU.get(at, at), _IU.get(bt, bt)
         base = name[2:]
         bl = (_builtin(f"__builtin_amdgcn_{base}_w32_gfx12", s32, 32),
               _builtin(f"__builtin_amdgcn_{base}_w64_gfx12", s64, 64))
@@ -506,21 +513,19 @@ def _rdna4_sparse() -> list[MatrixInstruction]:
         ("v_swmmac_i32_16x16x32_iu4", 32, "i4", "i32", 8, "V8iIbiIbV2iV8iiIb", "V4iIbiIbiV4iiIb"),
         ("v_swmmac_i32_16x16x64_iu4", 64, "i4", "i32", 8, "V8iIbV2iIbV4iV8iiIb", "V4iIbiIbV2iV4iiIb"),
     ]
-    for an in ("fp8", "bf8"):
-        for bn in ("fp8", "bf8"):
-            sparse.append((f"v_swmmac_f32_16x16x32_{an}_{bn}", 32, (an, bn), "f32", 8, "V8fV2iV4iV8fi", "V4fiV2iV4fi"))
+    sparse += [(f"v_swmmac_f32_16x16x32_{an}_{bn}", 32, (an, bn), "f32", 8, "V8fV2iV4iV8fi", "V4fiV2iV4fi")
+               for an, bn in FP8_PAIRS]
     for name, k, a, c, cyc, s32, s64 in sparse:
-        at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else ({"i8": "u8", "i4": "u4"}.get(a, a),) * 2
+        at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (_IU.get(a, a),) * 2
         ab, cb = _BITS[at], _BITS[c]
         geo, regs = {}, {}
         for lanes in (32, 64):
             ga = _g(_RDNA4_SPARSE_A, ab, k, lanes, unit=4)
             gk = replace(ga, slots=8)  # the index VGPR: 4 bits per 4-group, same places as A
             gb = _g(_RDNA4_SPARSE_B, ab, k, lanes)
-            acc = _rdna4_acc(lanes, cb)
+            acc = _rdna4_acc(lanes)
             geo[lanes] = {"A": (ga, 2 * ab), "B": (gb, ab), "C": (acc, cb), "D": (acc, cb), "K": (gk, 4)}
-            regs[lanes] = {"A": -(-ga.slots * 2 * ab // 32), "B": -(-gb.slots * ab // 32),
-                           "C": -(-acc.slots * cb // 32), "D": -(-acc.slots * cb // 32), "K": 1}
+            regs[lanes] = _regs(geo[lanes])
         signed = (SIGNED,) if at in ("u8", "u4") else (NEG, NEG_HI) if ab == 16 else ()
         mods = (Modifier("opsel", (0, 1, 2, 3), "index_key: which index set of the index VGPR "
                          "(sets per VGPR depend on the wave size)", "index_set"), *signed)
@@ -549,10 +554,8 @@ def _gfx1250() -> list[MatrixInstruction]:
     ]
     for kk, vec in ((64, "V8i"), (128, "V16i")):
         for out, osig in (("f32", "V8f"), ("f16", "V8h")):
-            for an in ("fp8", "bf8"):
-                for bn in ("fp8", "bf8"):
-                    specs.append((f"v_wmma_{out}_16x16x{kk}_{an}_{bn}", kk, (an, bn), out, out, 8,
-                                  f"{osig}{vec}{vec}Is{osig}IbIb"))
+            specs += [(f"v_wmma_{out}_16x16x{kk}_{an}_{bn}", kk, (an, bn), out, out, 8, f"{osig}{vec}{vec}Is{osig}IbIb")
+                      for an, bn in FP8_PAIRS]
     for name, k, a, c, d, kl, sig in specs:
         at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (a, a)
         ab, cb, db = _BITS[at], _BITS[c], _BITS[d]
@@ -560,9 +563,9 @@ def _gfx1250() -> list[MatrixInstruction]:
         inp = InputGeometry(16, 2, kl, 32, per_lane)
         acc_c = AccGeometry(16, 2, 8, 32, 8)
         geo = {32: {"A": (inp, ab), "B": (inp, ab), "C": (acc_c, cb), "D": (acc_c, db)}}
-        regs = {32: {"A": per_lane * ab // 32, "B": per_lane * ab // 32, "C": 8 * cb // 32, "D": 8 * db // 32}}
+        regs = {32: _regs(geo[32])}
         mods = (NEG, NEG_HI) if ab >= 16 else (SIGNED,) if at == "i8" else ()
-        at, bt = ({"i8": "u8"}.get(at, at), {"i8": "u8"}.get(bt, bt))
+        at, bt = _IU.get(at, at), _IU.get(bt, bt)
         row = _wmma("gfx1250", name, k, at, c, None, geo, regs, b=bt, d=d, mods=mods,
                     builtins=(_builtin("__builtin_amdgcn_" + name[2:], sig, 32),),
                     notes="layout from CK/Triton (medium confidence); cycles unknown")
