@@ -44,7 +44,9 @@ def test_every_builtin_compiles_and_emits_its_instruction(target: str, wave: int
     have = [r for r in rows() if target in r.targets]
     src, kept = probe_source(have, wave)
     assert kept, f"no builtins for {target} wave{wave}"
-    compiled = offline.compile_hip(src, target, wave_size=wave)
+    # strict vector types: HIP otherwise accepts any same-size vector, which would hide a wrong
+    # element type in the catalog's builtin signature
+    compiled = offline.compile_hip(src, target, wave_size=wave, extra_args=("-flax-vector-conversions=none",))
     assert compiled.metadata.get("wavefront_size") == wave
     seen = kernel_mnemonics(compiled.isa)
     missing = [

@@ -76,13 +76,13 @@ def isa_mnemonics(isa: str, prefix: tuple[str, ...]) -> list[str]:
 
 
 def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: str = "-O3",
-                timeout: float = 120.0) -> Compiled:
+                timeout: float = 120.0, extra_args: tuple[str, ...] = ()) -> Compiled:
     """Compile device-only HIP for an AMD target and return the ISA text and its metadata."""
     t = get_target(target)
     if t.vendor != "amd":
         raise ToolchainError(f"{t.name} is not an AMD target; the offline AMDGPU compiler cannot build for it")
     args = [*clang_command(), "-x", "hip", f"--offload-arch={t.name}", "-nogpulib", "-nogpuinc",
-            "--cuda-device-only", opt, "-S", "-o", "-", "-"]
+            "--cuda-device-only", opt, *extra_args, "-S", "-o", "-", "-"]
     if wave_size is not None and wave_size != t.default_wave:
         args[-4:-4] = ["-Xclang", "-target-feature", "-Xclang", f"+wavefrontsize{wave_size}"]
     with tempfile.TemporaryDirectory(prefix="tilesim-cc-") as tmp:
