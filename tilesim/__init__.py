@@ -11,12 +11,43 @@ from tilesim.errors import (
     VerifyError,
 )
 from tilesim.hw.targets import get_target, has, occupancy
+from tilesim.ir import (
+    Program,
+    Tensor,
+    barrier,
+    cast,
+    convert,
+    exp,
+    grid,
+    kernel,
+    lds_alloc,
+    lds_load,
+    lds_store,
+    load,
+    maximum,
+    mma,
+    mma_op,
+    range,
+    reduce,
+    shuffle,
+    store,
+    tile_id,
+    wave_id,
+    waves,
+    when,
+    zeros,
+)
 from tilesim.layouts import Layout
 from tilesim.matrix import MatrixInstruction, instructions, lookup
+from tilesim.wave import SimResult, simulate
+from tilesim.ir import check
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "exp", "grid", "kernel", "lds_alloc", "lds_load",
+    "lds_store", "load", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store", "tile_id",
+    "wave_id", "waves", "when", "zeros", "check",
     "DeviceError",
     "InstructionError",
     "Layout",

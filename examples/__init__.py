@@ -1,0 +1,1 @@
+"""Runnable tile-program examples; each module exposes ``programs()`` and ``reference(**arrays)``."""

@@ -1,0 +1,42 @@
+"""Tile IR and the Python DSL that traces into it."""
+
+from tilesim.ir.core import OP_KINDS, Block, LdsLayout, Op, Program, TensorParam, Value
+from tilesim.ir.dsl import (
+    Frag,
+    Kernel,
+    MmaOp,
+    Scalar,
+    Tensor,
+    barrier,
+    cast,
+    convert,
+    exp,
+    grid,
+    kernel,
+    lds_alloc,
+    lds_load,
+    lds_store,
+    load,
+    maximum,
+    mma,
+    mma_op,
+    range,
+    reduce,
+    shuffle,
+    store,
+    tile_id,
+    wave_id,
+    waves,
+    when,
+    zeros,
+)
+
+__all__ = [
+    "OP_KINDS", "Block", "Frag", "Kernel", "LdsLayout", "MmaOp", "Op", "Program", "Scalar", "Tensor", "TensorParam",
+    "Value", "barrier", "cast", "convert", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_store", "load",
+    "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when", "zeros",
+]
+
+from tilesim.ir.verify import CheckReport, Finding, check, compare_layouts  # noqa: E402
+
+__all__ += ["CheckReport", "Finding", "check", "compare_layouts"]

@@ -1,0 +1,298 @@
+"""Tile IR: values, ops, blocks and programs. Frozen, comparable, printable, serialisable.
+
+A :class:`Program` is one kernel specialised for one target and concrete sizes. Its body is a
+:class:`Block` of :class:`Op`; loops and branches hold nested blocks. Every op produces at most
+one :class:`Value`:
+
+* ``scalar`` — one int per (workgroup, wave): tile ids, wave id, loop counters, index arithmetic;
+* ``frag`` — a register fragment: element type + :class:`~tilesim.layouts.Layout` mapping
+  (lane, slot) to tile coordinates (row, col), the same layout values the catalog gives;
+* ``lds`` — a shared-memory buffer: element type, (rows, cols) and a shared layout that maps
+  (row, col) to a byte offset (padding and XOR swizzles included).
+
+Op kinds and their operands (``args``: value ids or python constants; ``attrs``: the rest):
+
+=============  =====================================  =========================================
+kind           args                                   attrs
+=============  =====================================  =========================================
+const          —                                      value
+tile_id        —                                      axis
+wave_id        —                                      —
+binop          a, b (scalars or ints)                 op: + - * // % min max
+zeros          —                                      dtype, layout
+load           row0, col0 (scalars)                   tensor, dtype, layout
+store          frag, row0, col0                       tensor
+lds_alloc      —                                      dtype, rows, cols, pad, swizzle
+lds_store      lds, frag, row0, col0                  —
+lds_load       lds, row0, col0                        dtype, layout
+barrier        —                                      —
+mma            a, b, c                                instr, modifiers
+elementwise    x, y (frags or scalar constants)       op: add sub mul max min neg exp …
+cast           x                                      dtype
+convert        x                                      layout
+shuffle        x                                      src_lane (tuple, one per lane)
+reduce         x                                      op (sum/max), axis (row/col)
+loop           start, stop, step                      body (Block), carried ((init, next), …)
+branch         cond (scalar)                          body (Block)
+=============  =====================================  =========================================
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tilesim.errors import VerifyError
+from tilesim.layouts.layout import Layout
+from tilesim.layouts.render import from_json, to_json
+
+__all__ = ["Value", "Op", "Block", "TensorParam", "Program", "OP_KINDS", "LdsLayout"]
+
+OP_KINDS = ("const", "tile_id", "wave_id", "binop", "zeros", "load", "store", "lds_alloc", "lds_store",
+            "lds_load", "barrier", "mma", "elementwise", "cast", "convert", "shuffle", "reduce", "loop", "branch")
+
+
+@dataclass(frozen=True)
+class LdsLayout:
+    """(row, col) -> byte offset: ``(row * (cols + pad) + (col ^ swz)) * elem_bytes`` where the XOR
+    swizzle ``swz = ((row // per_phase) % max_phase) * vec`` permutes vec-element groups per row."""
+
+    rows: int
+    cols: int
+    elem_bytes: int
+    pad: int = 0  # elements of padding after each row
+    vec: int = 1
+    per_phase: int = 1
+    max_phase: int = 1  # 1 = no swizzle
+
+    @property
+    def bytes(self) -> int:
+        return self.rows * (self.cols + self.pad) * self.elem_bytes
+
+    def offset(self, row: Any, col: Any) -> Any:
+        swz = ((row // self.per_phase) % self.max_phase) * self.vec
+        return (row * (self.cols + self.pad) + (col ^ swz)) * self.elem_bytes
+
+
+@dataclass(frozen=True)
+class Value:
+    id: int
+    kind: str  # scalar | frag | lds | none
+    dtype: str | None = None
+    layout: Layout | None = field(default=None, compare=True)
+    lds: LdsLayout | None = None
+    name: str = field(default="", compare=False)
+
+    def short(self) -> str:
+        return f"%{self.id}" + (f"<{self.name}>" if self.name else "")
+
+
+@dataclass(frozen=True)
+class Op:
+    kind: str
+    out: Value | None
+    args: tuple[Any, ...] = ()
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return dict(self.attrs).get(name, default)
+
+    def __post_init__(self) -> None:
+        if self.kind not in OP_KINDS:
+            raise VerifyError(f"unknown op kind {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Block:
+    ops: tuple[Op, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    name: str
+    dtype: str
+    dims: tuple[str, ...]  # symbolic names, e.g. ("M", "K")
+    shape: tuple[int, ...]  # concrete sizes after specialisation
+    output: bool = False
+
+
+@dataclass(frozen=True)
+class Program:
+    """A kernel specialised for a target and sizes."""
+
+    name: str
+    target: str
+    wave_size: int
+    waves_per_workgroup: int
+    grid: tuple[int, ...]
+    tensors: tuple[TensorParam, ...]
+    sizes: tuple[tuple[str, int], ...]
+    body: Block
+
+    @property
+    def workgroups(self) -> int:
+        n = 1
+        for g in self.grid:
+            n *= g
+        return n
+
+    def tensor(self, name: str) -> TensorParam:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise VerifyError(f"{self.name} has no tensor {name!r}; tensors: {[t.name for t in self.tensors]}")
+
+    def walk(self) -> list[Op]:
+        """Every op, loops and branches flattened in program order."""
+        out: list[Op] = []
+
+        def visit(b: Block) -> None:
+            for op in b.ops:
+                out.append(op)
+                if op.kind in ("loop", "branch"):
+                    visit(op.attr("body"))
+
+        visit(self.body)
+        return out
+
+    # ------------------------------------------------------------------ printing
+    def __str__(self) -> str:
+        head = (f"kernel {self.name} target={self.target} wave{self.wave_size} "
+                f"waves/wg={self.waves_per_workgroup} grid={self.grid}")
+        lines = [head]
+        for t in self.tensors:
+            shape = "x".join(f"{d}={s}" for d, s in zip(t.dims, t.shape))
+            lines.append(f"  tensor {t.name}: {t.dtype}[{shape}]" + (" (out)" if t.output else ""))
+        lines += _print_block(self.body, 1)
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ JSON
+    def to_json(self) -> str:
+        return json.dumps({"format": "tilesim.program/1", "name": self.name, "target": self.target,
+                           "wave_size": self.wave_size, "waves_per_workgroup": self.waves_per_workgroup,
+                           "grid": list(self.grid), "sizes": [list(s) for s in self.sizes],
+                           "tensors": [[t.name, t.dtype, list(t.dims), list(t.shape), t.output] for t in self.tensors],
+                           "body": _block_json(self.body)})
+
+    @staticmethod
+    def from_json(text: str) -> Program:
+        try:
+            d = json.loads(text)
+            if d.get("format") != "tilesim.program/1":
+                raise VerifyError(f"not a tilesim program (format {d.get('format')!r})")
+            values: dict[int, Value] = {}
+            return Program(d["name"], d["target"], d["wave_size"], d["waves_per_workgroup"], tuple(d["grid"]),
+                           tuple(TensorParam(n, dt, tuple(dims), tuple(sh), bool(o)) for n, dt, dims, sh, o in d["tensors"]),
+                           tuple((k, v) for k, v in d["sizes"]), _block_from(d["body"], values))
+        except VerifyError:
+            raise
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            raise VerifyError(f"malformed program JSON: {e!r}") from None
+
+
+def _fmt_arg(a: Any) -> str:
+    return a.short() if isinstance(a, Value) else repr(a)
+
+
+def _print_block(b: Block, depth: int) -> list[str]:
+    pad = "  " * depth
+    lines = []
+    for op in b.ops:
+        lhs = f"{op.out.short()} = " if op.out is not None and op.out.kind != "none" else ""
+        attrs = {k: v for k, v in op.attrs if k not in ("body", "layout", "carried")}
+        extra = ""
+        if op.out is not None and op.out.kind == "frag":
+            extra = f" : {op.out.dtype} frag{dict(op.out.layout.in_dims)}"
+        if op.kind == "loop":
+            carried = ", ".join(f"{i.short()}<-{n.short()}" for i, n in op.attr("carried"))
+            lines.append(f"{pad}{lhs}for {op.out.short()} in range({', '.join(map(_fmt_arg, op.args))})"
+                         + (f" carry {carried}" if carried else "") + ":")
+            lines += _print_block(op.attr("body"), depth + 1)
+            continue
+        if op.kind == "branch":
+            lines.append(f"{pad}if {_fmt_arg(op.args[0])}:")
+            lines += _print_block(op.attr("body"), depth + 1)
+            continue
+        a = ", ".join(_fmt_arg(x) for x in op.args)
+        at = ", ".join(f"{k}={v}" for k, v in attrs.items())
+        lines.append(f"{pad}{lhs}{op.kind}({a}{'; ' if a and at else ''}{at}){extra}")
+    return lines
+
+
+def _value_json(v: Value | None) -> Any:
+    if v is None:
+        return None
+    d: dict[str, Any] = {"id": v.id, "kind": v.kind}
+    if v.dtype:
+        d["dtype"] = v.dtype
+    if v.layout is not None:
+        d["layout"] = json.loads(to_json(v.layout))
+    if v.lds is not None:
+        d["lds"] = [v.lds.rows, v.lds.cols, v.lds.elem_bytes, v.lds.pad, v.lds.vec, v.lds.per_phase, v.lds.max_phase]
+    if v.name:
+        d["name"] = v.name
+    return d
+
+
+def _arg_json(a: Any) -> Any:
+    if isinstance(a, Value):
+        return {"ref": a.id}
+    if isinstance(a, tuple):
+        return {"tuple": [_arg_json(x) for x in a]}
+    return a
+
+
+def _block_json(b: Block) -> list[Any]:
+    out = []
+    for op in b.ops:
+        attrs = {}
+        for k, v in op.attrs:
+            if k == "body":
+                attrs[k] = {"block": _block_json(v)}
+            elif k == "carried":
+                attrs[k] = [[i.id, n.id] for i, n in v]
+            elif k == "layout":
+                attrs[k] = {"layout": json.loads(to_json(v))}
+            else:
+                attrs[k] = _arg_json(v)
+        out.append({"kind": op.kind, "out": _value_json(op.out), "args": [_arg_json(a) for a in op.args],
+                    "attrs": attrs})
+    return out
+
+
+def _value_from(d: Any, values: dict[int, Value]) -> Value | None:
+    if d is None:
+        return None
+    lay = from_json(json.dumps(d["layout"])) if "layout" in d else None
+    lds = LdsLayout(*d["lds"]) if "lds" in d else None
+    v = Value(d["id"], d["kind"], d.get("dtype"), lay, lds, d.get("name", ""))
+    values[v.id] = v
+    return v
+
+
+def _arg_from(a: Any, values: dict[int, Value]) -> Any:
+    if isinstance(a, dict) and "ref" in a:
+        return values[a["ref"]]
+    if isinstance(a, dict) and "tuple" in a:
+        return tuple(_arg_from(x, values) for x in a["tuple"])
+    return a
+
+
+def _block_from(ops: list[Any], values: dict[int, Value]) -> Block:
+    out = []
+    for o in ops:
+        out_v = _value_from(o["out"], values)
+        args = tuple(_arg_from(a, values) for a in o["args"])
+        attrs = []
+        for k, v in o["attrs"].items():
+            if k == "body":
+                attrs.append((k, _block_from(v["block"], values)))
+            elif k == "carried":
+                attrs.append((k, tuple((values[i], values[n]) for i, n in v)))
+            elif k == "layout":
+                attrs.append((k, from_json(json.dumps(v["layout"]))))
+            else:
+                attrs.append((k, _arg_from(v, values)))
+        out.append(Op(o["kind"], out_v, args, tuple(attrs)))
+    return Block(tuple(out))

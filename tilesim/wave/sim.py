@@ -1,0 +1,476 @@
+"""The lane-accurate simulator: runs a Tile IR :class:`~tilesim.ir.core.Program` on numpy arrays.
+
+State, vectorised over every (workgroup, wave) pair ``g`` at once:
+
+* scalars: ``int64[G]``;
+* register fragments: ``uint32[G, lane, vgpr]`` — bit-exact register images, packed through the
+  fragment's declared layout (``tilesim.wave.codec``);
+* LDS: ``uint8[workgroups, bytes]`` with bank-conflict counting and a cross-wave race detector
+  (two waves touching the same byte, at least one writing, with no barrier between);
+* global tensors: numpy arrays; loads/stores report out-of-bounds lanes (masked) and 64-byte
+  transaction counts per instruction (one instruction per VGPR).
+
+An ``mma`` reads its operands through the *instruction's* hardware layout, whatever layout the
+program declared, so a wrong declaration produces exactly the hardware's wrong answer; disagreeing
+replicas (RDNA3 A/B lanes 16-31 vs 0-15) are reported. Numerics: inputs as the registers hold
+them, products and sum in float64 (exact for integer and <=11-bit-significand inputs of these
+instruction sizes in all but extreme exponent spreads), one rounding to the accumulator type;
+``exact=True`` uses the catalog's exact rational model instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tilesim.errors import TilesimError, VerifyError
+from tilesim.hw.targets import get_target
+from tilesim.ir.core import Block, Op, Program, Value
+from tilesim.matrix.catalog import lookup
+from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.numerics import dot_exact, quantize
+from tilesim.wave.codec import Codec, codec
+
+__all__ = ["simulate", "SimResult", "Report"]
+
+_SEG = 64  # bytes per global memory transaction
+
+
+@dataclass
+class Report:
+    ops: Counter = field(default_factory=Counter)
+    lds_bank_conflict_cycles: int = 0
+    lds_accesses: int = 0
+    races: list[str] = field(default_factory=list)
+    race_count: int = 0
+    oob: list[str] = field(default_factory=list)
+    oob_count: int = 0
+    replication: list[str] = field(default_factory=list)
+    replication_count: int = 0
+    global_transactions: int = 0
+    global_ideal_transactions: int = 0
+    lds_bytes: int = 0
+    vgprs: int = 0
+
+    @property
+    def coalescing(self) -> float:
+        return self.global_ideal_transactions / self.global_transactions if self.global_transactions else 1.0
+
+    def summary(self) -> dict[str, Any]:
+        return {"ops": dict(self.ops), "lds_bytes": self.lds_bytes, "vgprs_estimate": self.vgprs,
+                "lds_accesses": self.lds_accesses, "lds_bank_conflict_cycles": self.lds_bank_conflict_cycles,
+                "races": self.race_count, "out_of_bounds_lanes": self.oob_count,
+                "replication_violations": self.replication_count,
+                "global_transactions": self.global_transactions, "coalescing": round(self.coalescing, 3)}
+
+    def __str__(self) -> str:
+        s = self.summary()
+        lines = [f"  {k}: {v}" for k, v in s.items()]
+        for title, items in (("races", self.races), ("out of bounds", self.oob), ("replication", self.replication)):
+            lines += [f"  {title}: {x}" for x in items[:5]]
+        return "\n".join(lines)
+
+
+@dataclass
+class SimResult:
+    program: Program
+    outputs: dict[str, np.ndarray]
+    report: Report
+    registers: dict[int, np.ndarray]  # value id -> uint32[workgroup, wave, lane, vgpr] (last value)
+    values: dict[int, Value]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.outputs[name]
+
+
+class _Sim:
+    def __init__(self, prog: Program, arrays: dict[str, np.ndarray], exact: bool) -> None:
+        self.p = prog
+        self.exact = exact
+        self.t = get_target(prog.target)
+        self.nwg, self.W, self.L = prog.workgroups, prog.waves_per_workgroup, prog.wave_size
+        self.G = self.nwg * self.W
+        self.wg_of = np.repeat(np.arange(self.nwg), self.W)
+        self.wave_of = np.tile(np.arange(self.W), self.nwg)
+        self.scal: dict[int, np.ndarray] = {}
+        self.regs: dict[int, np.ndarray] = {}
+        self.vals: dict[int, Value] = {}
+        self.rep = Report()
+        self.active = np.ones(self.G, bool)
+        self.tensors: dict[str, np.ndarray] = {}
+        for tp in prog.tensors:
+            if tp.name in arrays:
+                a = np.asarray(arrays[tp.name])
+                if a.shape != tp.shape:
+                    raise VerifyError(f"tensor {tp.name} has shape {a.shape}; the program was specialised for {tp.shape}")
+                self.tensors[tp.name] = quantize(a, tp.dtype).astype(np.float64)
+            elif tp.output:
+                self.tensors[tp.name] = np.zeros(tp.shape, np.float64)
+            else:
+                raise VerifyError(f"missing input tensor {tp.name!r} ({tp.dtype}{list(tp.shape)})")
+        self.lds_offset: dict[int, int] = {}
+        self.lds_top = 0
+        self.lds = np.zeros((self.nwg, 0), np.uint8)
+        self.epoch = 0
+        self.last_writer = np.zeros((self.nwg, 0), np.int64)
+        self.write_epoch = np.zeros((self.nwg, 0), np.int64)
+        self.read_epoch = np.zeros((self.nwg, self.W, 0), np.int64)
+
+    # ------------------------------------------------------------------ helpers
+    def scalar(self, a: Any) -> np.ndarray:
+        if isinstance(a, Value):
+            return self.scal[a.id]
+        return np.full(self.G, int(a), np.int64)
+
+    def codec_of(self, v: Value) -> Codec:
+        assert v.layout is not None and v.dtype
+        return codec(v.layout, v.dtype)
+
+    def set_frag(self, v: Value, regs: np.ndarray) -> None:
+        self.regs[v.id] = regs
+        self.vals[v.id] = v
+
+    def _note(self, lst: list[str], msg: str) -> None:
+        if len(lst) < 20:
+            lst.append(msg)
+
+    def _where(self, g: int) -> str:
+        return f"workgroup {int(self.wg_of[g])}, wave {int(self.wave_of[g])}"
+
+    # ------------------------------------------------------------------ run
+    def run(self, block: Block) -> None:
+        for op in block.ops:
+            self.rep.ops[op.kind] += 1
+            getattr(self, "op_" + op.kind)(op)
+
+    def op_const(self, op: Op) -> None:
+        self.scal[op.out.id] = np.full(self.G, int(op.attr("value")), np.int64)
+
+    def op_tile_id(self, op: Op) -> None:
+        axis = op.attr("axis")
+        coords = np.unravel_index(self.wg_of, self.p.grid, order="F")
+        self.scal[op.out.id] = coords[axis].astype(np.int64)
+
+    def op_wave_id(self, op: Op) -> None:
+        self.scal[op.out.id] = self.wave_of.astype(np.int64)
+
+    def op_binop(self, op: Op) -> None:
+        a, b = (self.scalar(x) for x in op.args)
+        f = {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
+             "min": np.minimum, "max": np.maximum, "<": np.less, ">=": np.greater_equal, "==": np.equal}[op.attr("op")]
+        self.scal[op.out.id] = f(a, b).astype(np.int64)
+
+    def op_zeros(self, op: Op) -> None:
+        c = self.codec_of(op.out)
+        self.set_frag(op.out, np.zeros((self.G, c.lanes, c.nregs), np.uint32))
+
+    def _global_access(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, store: bool,
+                       transpose: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        shape = self.tensors[name].shape
+        tr, tc = (2, 1) if transpose else (1, 2)
+        r = row0[:, None] + c.rec[None, :, tr]
+        q = col0[:, None] + c.rec[None, :, tc]
+        ok = (r >= 0) & (r < shape[0]) & (q >= 0) & (q < shape[1])
+        bad = ~ok & self.active[:, None]
+        if bad.any():
+            self.rep.oob_count += int(bad.sum())
+            g, i = (int(x) for x in np.argwhere(bad)[0])
+            self._note(self.rep.oob, f"{'store to' if store else 'load from'} {name}[{int(r[g, i])}][{int(q[g, i])}] "
+                       f"(shape {shape}) by {self._where(g)}, lane {int(c.rec[i, 4])}, VGPR {int(c.rec[i, 3])}: masked")
+        # transactions: one instruction per (g, vgpr); count distinct 64-byte segments touched
+        eb = max(1, dtype(self.p.tensor(name).dtype).reg_bits // 8)
+        addr = (np.where(ok, r, 0) * shape[1] + np.where(ok, q, 0)) * eb
+        key = (c.rec[None, :, 3] * (1 << 40) + addr // _SEG)[:, :]
+        for vgpr in np.unique(c.rec[:, 3]):
+            sel = c.rec[:, 3] == vgpr
+            k = np.sort(np.where(ok[:, sel], key[:, sel], -1), axis=1)
+            distinct = (np.diff(k, axis=1) != 0).sum(1) + 1 - (k[:, 0] == -1)
+            self.rep.global_transactions += int(distinct[self.active].sum())
+            self.rep.global_ideal_transactions += int(self.active.sum()) * math.ceil(int(sel.sum()) * eb / _SEG)
+        return np.where(ok, r, 0), np.where(ok, q, 0), ok
+
+    def op_load(self, op: Op) -> None:
+        c = self.codec_of(op.out)
+        name = op.attr("tensor")
+        r, q, ok = self._global_access(name, c, self.scalar(op.args[0]), self.scalar(op.args[1]), False,
+                                       bool(op.attr("transpose")))
+        vals = np.where(ok, self.tensors[name][r, q], 0.0)
+        self.set_frag(op.out, c.encode(vals))
+
+    def op_store(self, op: Op) -> None:
+        v = op.args[0]
+        c = self.codec_of(v)
+        name = op.attr("tensor")
+        r, q, ok = self._global_access(name, c, self.scalar(op.args[1]), self.scalar(op.args[2]), True,
+                                       bool(op.attr("transpose")))
+        vals = c.decode(self.regs[v.id])
+        out_t = self.p.tensor(name).dtype
+        vals = quantize(vals, out_t)
+        w = ok & self.active[:, None]
+        self.tensors[name][r[w], q[w]] = vals[w]
+
+    # ------------------------------------------------------------------ LDS
+    def op_lds_alloc(self, op: Op) -> None:
+        lay = op.out.lds
+        assert lay is not None
+        self.lds_offset[op.out.id] = self.lds_top
+        self.lds_top += -(-lay.bytes // 16) * 16
+        self.rep.lds_bytes = self.lds_top
+        if self.lds_top > self.t.lds_bytes:
+            raise VerifyError(f"LDS use {self.lds_top} bytes exceeds {self.t.name}'s {self.t.lds_bytes} bytes")
+        grow = self.lds_top - self.lds.shape[1]
+        self.lds = np.pad(self.lds, ((0, 0), (0, grow)))
+        self.last_writer = np.pad(self.last_writer, ((0, 0), (0, grow)), constant_values=-1)
+        self.write_epoch = np.pad(self.write_epoch, ((0, 0), (0, grow)), constant_values=-1)
+        self.read_epoch = np.pad(self.read_epoch, ((0, 0), (0, 0), (0, grow)), constant_values=-1)
+        self.vals[op.out.id] = op.out
+
+    def _lds_addr(self, buf: Value, c: Codec, row0: np.ndarray, col0: np.ndarray) -> np.ndarray:
+        lay = buf.lds
+        assert lay is not None
+        r = row0[:, None] + c.rec[None, :, 1]
+        q = col0[:, None] + c.rec[None, :, 2]
+        if (r < 0).any() or (r >= lay.rows).any() or (q < 0).any() or (q >= lay.cols).any():
+            raise VerifyError(f"LDS access outside the {lay.rows}x{lay.cols} buffer (row/col out of range)")
+        return self.lds_offset[buf.id] + lay.offset(r, q)
+
+    def _banks(self, addr: np.ndarray, c: Codec) -> None:
+        banks = self.t.lds_banks
+        for vgpr in np.unique(c.rec[:, 3]):
+            sel = c.rec[:, 3] == vgpr
+            dw = np.sort(addr[:, sel] // 4, axis=1)
+            uniq = np.ones(dw.shape, bool)
+            uniq[:, 1:] = dw[:, 1:] != dw[:, :-1]
+            g = np.nonzero(uniq)[0]
+            bank = dw[uniq] % banks
+            per_bank = np.bincount(g * banks + bank, minlength=self.G * banks).reshape(self.G, banks)
+            cycles = per_bank.max(1)
+            self.rep.lds_accesses += int(self.active.sum())
+            self.rep.lds_bank_conflict_cycles += int((np.maximum(cycles, 1) - 1)[self.active].sum())
+
+    def _races(self, byte_addr: np.ndarray, write: bool, what: str) -> None:
+        wg = self.wg_of[:, None].repeat(byte_addr.shape[1], 1)
+        wave = self.wave_of[:, None].repeat(byte_addr.shape[1], 1)
+        act = self.active[:, None].repeat(byte_addr.shape[1], 1)
+        wg, wave, b = wg[act], wave[act], byte_addr[act]
+        lw, we = self.last_writer[wg, b], self.write_epoch[wg, b]
+        conflict = (lw >= 0) & (lw != wave) & (we == self.epoch)
+        if write:
+            others = self.read_epoch[wg, :, b] == self.epoch
+            others[np.arange(wave.size), wave] = False
+            conflict |= others.any(1)
+        # two waves of one workgroup writing the same byte in this very op
+        if write:
+            key = wg * (1 << 32) + b
+            order = np.argsort(key, kind="stable")
+            ks, ws = key[order], wave[order]
+            same = (ks[1:] == ks[:-1]) & (ws[1:] != ws[:-1])
+            if same.any():
+                conflict[order[1:][same]] = True
+        if conflict.any():
+            self.rep.race_count += int(conflict.sum())
+            i = int(np.flatnonzero(conflict)[0])
+            self._note(self.rep.races, f"{what}: workgroup {int(wg[i])}, wave {int(wave[i])} at LDS byte {int(b[i])} "
+                       f"conflicts with wave {int(lw[i]) if lw[i] >= 0 else '?'} with no barrier between")
+        if write:
+            self.last_writer[wg, b] = wave
+            self.write_epoch[wg, b] = self.epoch
+        else:
+            self.read_epoch[wg, wave, b] = self.epoch
+
+    def _bytes(self, addr: np.ndarray, eb: int) -> np.ndarray:
+        return (addr[:, :, None] + np.arange(eb)).reshape(addr.shape[0], -1)
+
+    def op_lds_store(self, op: Op) -> None:
+        buf, v = op.args[0], op.args[1]
+        c = self.codec_of(v)
+        addr = self._lds_addr(buf, c, self.scalar(op.args[2]), self.scalar(op.args[3]))
+        self._banks(addr, c)
+        eb = buf.lds.elem_bytes
+        self._races(self._bytes(addr, eb), True, f"lds_store to %{buf.id}")
+        bits = encode(quantize(c.decode(self.regs[v.id]), buf.dtype), buf.dtype)
+        byt = ((bits[:, :, None] >> (8 * np.arange(eb, dtype=np.uint64))) & np.uint64(0xFF)).astype(np.uint8)
+        act = self.active
+        wgi = self.wg_of[act][:, None].repeat(addr.shape[1] * eb, 1)
+        self.lds[wgi, self._bytes(addr[act], eb)] = byt[act].reshape(int(act.sum()), -1)
+
+    def op_lds_load(self, op: Op) -> None:
+        buf = op.args[0]
+        c = self.codec_of(op.out)
+        addr = self._lds_addr(buf, c, self.scalar(op.args[1]), self.scalar(op.args[2]))
+        self._banks(addr, c)
+        eb = buf.lds.elem_bytes
+        self._races(self._bytes(addr, eb), False, f"lds_load from %{buf.id}")
+        raw = self.lds[self.wg_of[:, None, None], addr[:, :, None] + np.arange(eb)].astype(np.uint64)
+        bits = (raw << (8 * np.arange(eb, dtype=np.uint64))).sum(-1).astype(np.uint64)
+        vals = decode(bits, buf.dtype)
+        self.set_frag(op.out, c.encode(vals))
+
+    def op_barrier(self, op: Op) -> None:
+        self.epoch += 1
+
+    # ------------------------------------------------------------------ math
+    def op_mma(self, op: Op) -> None:
+        a_v, b_v, c_v = op.args
+        row = lookup(op.attr("instr"), self.p.target)
+        mods = dict(op.attr("modifiers") or ())
+        lay_mods = {k: v for k, v in mods.items() if k in ("cbsz", "abid", "blgp", "opsel")}
+        tiles = {}
+        for name, v in (("A", a_v), ("B", b_v), ("C", c_v)):
+            lay = row.layout(name, wave_size=self.L, **lay_mods)
+            hw = codec(lay, row.types["ABCD".index(name)], row.registers_for(self.L)[name])
+            regs = self.regs[v.id]
+            if regs.shape[-1] != hw.nregs:  # a declared fragment of another size: the hardware reads its registers
+                fixed = np.zeros((self.G, hw.lanes, hw.nregs), np.uint32)
+                n = min(hw.nregs, regs.shape[-1])
+                fixed[:, :, :n] = regs[:, :, :n]
+                regs = fixed
+            tile, bad = hw.tile(regs)
+            if bad.any():
+                self.rep.replication_count += int(bad.sum())
+                g, i, j = (int(x) for x in np.argwhere(bad)[0])
+                lanes = sorted({int(r[4]) for r in hw.rec if r[1] == i and r[2] == j})
+                self._note(self.rep.replication, f"{row.mnemonic} {name}[{i}][{j}]: copies in lanes {lanes} differ "
+                           f"({self._where(g)}); the hardware may read any copy")
+            tiles[name] = tile
+        neg = mods.get("neg", 0)
+        A, B, C = tiles["A"], tiles["B"], tiles["C"]
+        if neg & 1 and mods.get("neg_hi", 0) & 1:
+            A = -A
+        if neg & 2 and mods.get("neg_hi", 0) & 2:
+            B = -B
+        td = dtype(row.types[3])
+        if td.kind in ("int", "uint"):
+            D = np.einsum("gmk,gkn->gmn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
+        elif self.exact:
+            D = np.stack([dot_exact(A[g], B[g], C[g], td.name) for g in range(self.G)])
+        else:
+            with np.errstate(all="ignore"):
+                D = np.einsum("gmk,gkn->gmn", A, B) + C
+        hw_d = codec(row.layout("D", wave_size=self.L, **{k: v for k, v in lay_mods.items() if k == "opsel"}),
+                     row.types[3], row.registers_for(self.L)["D"])
+        self.set_frag(op.out, hw_d.from_tile(quantize(D, td.name)))  # registers as the hardware writes D
+
+    def op_elementwise(self, op: Op) -> None:
+        x, y = op.args
+        c = self.codec_of(op.out)
+        a = c.decode(self.regs[x.id])
+        b = c.decode(self.regs[y.id]) if isinstance(y, Value) and y.kind == "frag" else (
+            self.scalar(y)[:, None] if isinstance(y, Value) else y)
+        f = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b,
+             "neg": lambda: -a, "exp": lambda: np.exp(a), "max": lambda: np.maximum(a, b),
+             "min": lambda: np.minimum(a, b)}[op.attr("op")]
+        with np.errstate(all="ignore"):
+            self.set_frag(op.out, c.encode(quantize(f(), c.dt)))
+
+    def op_cast(self, op: Op) -> None:
+        x = op.args[0]
+        vals = self.codec_of(x).decode(self.regs[x.id])
+        self.set_frag(op.out, self.codec_of(op.out).encode(quantize(vals, op.out.dtype)))
+
+    def op_convert(self, op: Op) -> None:
+        x = op.args[0]
+        tile, _ = self.codec_of(x).tile(self.regs[x.id])
+        self.set_frag(op.out, self.codec_of(op.out).from_tile(tile))
+
+    def op_shuffle(self, op: Op) -> None:
+        x = op.args[0]
+        src = np.asarray(op.attr("src_lane"))
+        self.set_frag(op.out, self.regs[x.id][:, src, :])
+
+    def op_reduce(self, op: Op) -> None:
+        x = op.args[0]
+        c = self.codec_of(x)
+        tile, _ = c.tile(self.regs[x.id])
+        f = {"sum": np.sum, "max": np.max, "min": np.min}[op.attr("op")]
+        axis = -1 if op.attr("axis") == "col" else -2
+        red = np.broadcast_to(f(tile, axis=axis, keepdims=True), tile.shape)
+        self.set_frag(op.out, c.from_tile(quantize(red, c.dt)))
+
+    # ------------------------------------------------------------------ control
+    def _uniform(self, a: Any, what: str) -> int:
+        v = self.scalar(a)
+        if not (v == v[0]).all():
+            raise VerifyError(f"loop {what} must be the same in every workgroup and wave")
+        return int(v[0])
+
+    def op_loop(self, op: Op) -> None:
+        start, stop, step = (self._uniform(a, n) for a, n in zip(op.args, ("start", "stop", "step")))
+        if step <= 0:
+            raise VerifyError(f"loop step must be positive, got {step}")
+        carried = op.attr("carried")
+        body = op.attr("body")
+        ran = False
+        for it in range(start, stop, step):
+            self.scal[op.out.id] = np.full(self.G, it, np.int64)
+            self.run(body)
+            ran = True
+            for init, nxt in carried:
+                store = self.regs if init.kind == "frag" else self.scal
+                store[init.id] = store[nxt.id]
+        for init, nxt in carried:  # after the loop the body's value is the final value
+            store = self.regs if init.kind == "frag" else self.scal
+            if not ran:
+                store[nxt.id] = store[init.id]
+                if init.kind == "frag":
+                    self.vals[nxt.id] = nxt
+
+    def op_branch(self, op: Op) -> None:
+        cond = self.scalar(op.args[0]) != 0
+        saved = self.active
+        self.active = saved & cond
+        if self.active.any():
+            self.run(op.attr("body"))
+        self.active = saved
+
+
+def _vgpr_estimate(prog: Program) -> int:
+    """Registers of all fragments live at once, assuming each value lives from definition to
+    its last use (loop-carried values live through their loop)."""
+    ops = prog.walk()
+    last: dict[int, int] = {}
+    first: dict[int, tuple[int, int]] = {}
+    for i, op in enumerate(ops):
+        if op.out is not None and op.out.kind == "frag" and op.out.layout is not None:
+            first[op.out.id] = (i, op.out.layout.registers_per_lane())
+        for a in op.args:
+            if isinstance(a, Value):
+                last[a.id] = i
+        if op.kind == "loop":
+            end = i + len([1 for _ in _walk_block(op.attr("body"))])
+            for init, nxt in op.attr("carried"):
+                last[init.id] = max(last.get(init.id, 0), end)
+                last[nxt.id] = max(last.get(nxt.id, 0), end)
+    peak = 0
+    for i in range(len(ops)):
+        live = sum(r for vid, (s, r) in first.items() if s <= i <= last.get(vid, s))
+        peak = max(peak, live)
+    return peak
+
+
+def _walk_block(b: Block) -> list[Op]:
+    out = []
+    for op in b.ops:
+        out.append(op)
+        if op.kind in ("loop", "branch"):
+            out += _walk_block(op.attr("body"))
+    return out
+
+
+def simulate(prog: Program, *, exact: bool = False, **arrays: np.ndarray) -> SimResult:
+    """Run ``prog`` on the given input tensors (numpy arrays); returns outputs and a report."""
+    if not isinstance(prog, Program):
+        raise TilesimError(f"simulate() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
+    sim = _Sim(prog, arrays, exact)
+    sim.run(prog.body)
+    sim.rep.vgprs = _vgpr_estimate(prog)
+    outs = {}
+    for tp in prog.tensors:
+        if tp.output:
+            outs[tp.name] = decode(encode(sim.tensors[tp.name], tp.dtype), tp.dtype).astype(dtype(tp.dtype).np)
+    regs = {vid: r.reshape(sim.nwg, sim.W, *r.shape[1:]) for vid, r in sim.regs.items()}
+    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals))
