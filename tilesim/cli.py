@@ -23,6 +23,8 @@ _EPILOG = """examples:
   tilesim explain v_mfma_f32_32x32x8f16 --arch gfx942
   tilesim layout --arch gfx1201 --instr v_wmma_f32_16x16x16_f16 --operand C
   tilesim layout --arch gfx90a --instr v_mfma_f32_32x32x1f32 --operand A --cbsz 1 --abid 1 --format csv
+  tilesim check examples/gemm.py
+  tilesim simulate examples/gemm.py --target gfx1201 --inspect %9
   tilesim demo
 """
 
@@ -78,6 +80,25 @@ def build_parser() -> argparse.ArgumentParser:
         lay.add_argument(f"--{name}", type=int, default=0, help=text)
     lay.add_argument("--format", choices=("table", "csv", "markdown", "json"), default="table")
     lay.add_argument("--view", choices=("matrix", "registers"), default="matrix")
+
+    ck = sub.add_parser("check", help="verify tile programs (operand layouts, replication, targets, budgets)",
+                        description="FILE is a program JSON (Program.to_json()) or a Python file whose "
+                        "programs() returns specialised programs (see examples/). Exit 1 when a check fails.")
+    ck.add_argument("file")
+    ck.add_argument("--target", default=None, help="only the programs for this target")
+    ck.add_argument("--format", choices=("text", "json"), default="text")
+
+    sm = sub.add_parser("simulate", help="simulate tile programs lane-accurately and report",
+                        description="Simulate the programs of FILE (as for `check`) on the module's inputs() "
+                        "(or random inputs), compare with its reference() when it has one, and report LDS "
+                        "conflicts, races, out-of-bounds lanes and replication violations.")
+    sm.add_argument("file")
+    sm.add_argument("--target", default=None, help="only the programs for this target")
+    sm.add_argument("--inspect", default=None, metavar="VALUE", help="print a fragment's registers: %%ID or id")
+    sm.add_argument("--wave", type=int, default=0, help="wave to inspect (default 0)")
+    sm.add_argument("--workgroup", type=int, default=0, help="workgroup to inspect (default 0)")
+    sm.add_argument("--seed", type=int, default=0)
+    sm.add_argument("--format", choices=("text", "json"), default="text")
 
     d = sub.add_parser("demo", help="a short tour: a target, an instruction, layouts on CDNA and RDNA")
     d.add_argument("--format", choices=("text", "json"), default="text")
@@ -155,6 +176,93 @@ def _cmd_layout(args: argparse.Namespace) -> str:
     return render(lay, args.format, **meta) if args.format == "json" else render(lay, args.format)
 
 
+def _load_programs(path: str, target: str | None) -> tuple[list, object]:
+    import importlib.util
+    from pathlib import Path
+
+    from tilesim.errors import TilesimError
+    from tilesim.ir.core import Program
+
+    p = Path(path)
+    if not p.exists():
+        raise TilesimError(f"no such file: {path}")
+    module = None
+    if p.suffix == ".json":
+        progs = [Program.from_json(p.read_text())]
+    elif p.suffix == ".py":
+        spec = importlib.util.spec_from_file_location(f"tilesim_user_{p.stem}", p)
+        if spec is None or spec.loader is None:
+            raise TilesimError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(p.resolve().parent.parent))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.pop(0)
+        if not hasattr(module, "programs"):
+            raise TilesimError(f"{path} has no programs() function returning specialised programs")
+        progs = list(module.programs())
+    else:
+        raise TilesimError(f"{path}: expected a .py file with programs() or a program .json")
+    if target:
+        from tilesim.hw.targets import get_target
+
+        name = get_target(target).name
+        have = sorted({pr.target for pr in progs})
+        progs = [pr for pr in progs if pr.target == name]
+        if not progs:
+            raise TilesimError(f"{path} has no program for {name}; its targets: {', '.join(have)}")
+    return progs, module
+
+
+def _cmd_check(args: argparse.Namespace) -> tuple[str, int]:
+    from tilesim.ir.verify import check
+
+    progs, _ = _load_programs(args.file, args.target)
+    reports = [check(p) for p in progs]
+    code = 0 if all(r.ok for r in reports) else 1
+    if args.format == "json":
+        return json.dumps([{"program": r.program.name, "target": r.program.target, "ok": r.ok, "vgprs": r.vgprs,
+                            "lds_bytes": r.lds_bytes, "occupancy": r.occupancy,
+                            "findings": [vars(f) for f in r.findings]} for r in reports], indent=1), code
+    return "\n".join(str(r) for r in reports), code
+
+
+def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
+    import numpy as np
+
+    from tilesim.matrix.dtypes import dtype
+    from tilesim.wave.inspect import inspect
+    from tilesim.wave.sim import simulate
+
+    progs, module = _load_programs(args.file, args.target)
+    out, docs = [], []
+    for prog in progs:
+        if module is not None and hasattr(module, "inputs"):
+            arrays = module.inputs(prog, seed=args.seed)
+        else:
+            rng = np.random.default_rng(args.seed)
+            arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np)
+                      for t in prog.tensors if not t.output}
+        res = simulate(prog, **arrays)
+        errs = {}
+        if module is not None and hasattr(module, "reference"):
+            ref = module.reference(**arrays)
+            errs = {k: float(np.nanmax(np.abs(np.asarray(res.outputs[k], np.float64) - ref[k]))) for k in ref}
+        doc = {"program": prog.name, "target": prog.target, "max_abs_error_vs_reference": errs,
+               "report": res.report.summary()}
+        text = [f"{prog.name} on {prog.target}: " + (", ".join(f"max |{k} - reference| = {v:.3g}" for k, v in errs.items())
+                                                      or "simulated"), str(res.report)]
+        if args.inspect is not None:
+            text.append(inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave))
+            doc["inspect"] = inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave, as_dict=True)
+        out.append("\n".join(text))
+        docs.append(doc)
+    if args.format == "json":
+        return json.dumps(docs, indent=1), 0
+    return "\n\n".join(out), 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> str:
     from tilesim.demo import tour
 
@@ -167,6 +275,8 @@ _COMMANDS = {
     "explain": _cmd_explain,
     "layout": _cmd_layout,
     "demo": _cmd_demo,
+    "check": _cmd_check,
+    "simulate": _cmd_simulate,
 }
 
 
@@ -178,6 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 0
         out = _COMMANDS[args.command](args)
+        code = 0
+        if isinstance(out, tuple):
+            out, code = out
     except (TilesimError, _UsageError) as e:
         print("tilesim: error: " + str(e).replace("\n", " "), file=sys.stderr)
         return 2
@@ -185,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(out)
     except BrokenPipeError:  # `tilesim layout … | head`
         sys.stderr.close()
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -35,6 +35,52 @@ def _head(text: str, lines: int) -> str:
     return "\n".join(rows[:lines]) + more
 
 
+def _gemm_story() -> tuple[list[str], dict]:
+    """Simulate a GEMM on gfx1201, then plant the classic porting bug on gfx1100 and blame it."""
+    from tilesim.ir import check
+    from tilesim.ir.dsl import Kernel
+    from tilesim.wave import simulate
+    import tilesim as ts
+
+    @ts.kernel
+    def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
+             *, c_layout=None):
+        op = ts.mma_op("v_wmma_f32_16x16x16_f16")
+        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc = ts.zeros(c_layout or op.layout("C"), "f32")
+        for k in ts.range(0, A.shape[1], op.k):
+            a = ts.load(A[tm * op.m:, k:], op.layout("A"))
+            b = ts.load(B[k:, tn * op.n:], op.layout("B"))
+            acc = ts.mma(op, a, b, acc)
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+    assert isinstance(gemm, Kernel)
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((64, 64)).astype(np.float16)
+    B = rng.standard_normal((64, 64)).astype(np.float16)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    good = gemm.specialize(target="gfx1201", M=64, N=64, K=64)
+    res = simulate(good, A=A, B=B)
+    err = float(np.abs(res["C"] - ref).max())
+    # The porting bug: an RDNA3 kernel whose epilogue assumes RDNA4's accumulator rows.
+    wrong = lookup("v_wmma_f32_16x16x16_f16", "gfx1201").layout("C")
+    bad = gemm.specialize(target="gfx1100", M=64, N=64, K=64, c_layout=wrong)
+    bad_res = simulate(bad, A=A, B=B)
+    diff = np.argwhere(np.abs(bad_res["C"] - ref) > 1e-3)
+    finding = check(bad).errors[0]
+    lines = [
+        "5. A GEMM simulated on gfx1201 (64x64x64, 16 workgroups, wave32)",
+        f"   max |C - float64 reference| = {err:.2e};  report: {res.report.summary()['ops']}",
+        "",
+        "6. A planted bug caught: the same kernel on gfx1100 with RDNA4's accumulator rows",
+        f"   simulated C is wrong in {len(diff)} of {ref.size} elements (first: C{tuple(int(x) for x in diff[0])})",
+        f"   tilesim check: {finding.message}",
+    ]
+    return lines, {"gemm_gfx1201_max_error": err, "planted_bug_wrong_elements": int(len(diff)),
+                   "planted_bug_check": finding.message}
+
+
 def tour(fmt: str = "text") -> str:
     cdna = lookup("v_mfma_f32_32x32x8f16", "gfx942")
     rdna4 = lookup("v_wmma_f32_16x16x16_f16", "gfx1201")
@@ -56,8 +102,10 @@ def tour(fmt: str = "text") -> str:
         for l in range(32) for v in range(8)
     ))
 
+    story, story_doc = _gemm_story()
     if fmt == "json":
         return json.dumps({
+            "gemm_story": story_doc,
             "targets": [get_target("gfx942").name, get_target("gfx1201").name],
             "instructions": [explain(cdna, as_dict=True), explain(rdna4, as_dict=True)],
             "rdna3_vs_rdna4_D": {"D[9][3]": {"gfx1100": where3, "gfx1201": where4},
@@ -89,6 +137,8 @@ def tour(fmt: str = "text") -> str:
         f"   {mismatch} of 256 (lane, VGPR) accumulator slots hold a different row.",
         f"   Both compute the same D (max |gfx1100 - gfx1201| = {float(np.max(np.abs(d3 - d4))):g});",
         f"   the model's D matches float64 A@B within {err:.2e} (one rounding to f32).",
+        "",
+        *story,
         "",
         "Next: `tilesim explain MNEMONIC --arch ARCH`, `tilesim layout --arch ARCH --instr MNEMONIC --operand A`.",
     ]

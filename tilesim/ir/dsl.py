@@ -197,8 +197,14 @@ class Kernel:
         self.options: dict[str, Any] = {}
         for p in sig.parameters.values():
             ann = p.annotation
-            if isinstance(ann, str):  # `from __future__ import annotations`
-                ann = eval(ann, fn.__globals__)  # noqa: S307 - the user's own annotation
+            if isinstance(ann, str):  # `from __future__ import annotations`: annotations are strings
+                import tilesim
+
+                env = {**fn.__globals__, "ts": tilesim, "tilesim": tilesim, "Tensor": Tensor}
+                try:
+                    ann = eval(ann, env)  # noqa: S307 - the user's own annotation
+                except Exception as e:
+                    raise VerifyError(f"{self.name}: cannot evaluate the annotation of {p.name!r} ({ann}): {e}") from None
             if isinstance(ann, _TensorType):
                 self.tensors.append((p.name, ann))
             elif p.kind == p.KEYWORD_ONLY:

@@ -82,15 +82,17 @@ class SimResult:
     report: Report
     registers: dict[int, np.ndarray]  # value id -> uint32[workgroup, wave, lane, vgpr] (last value)
     values: dict[int, Value]
+    trace: dict[int, list[np.ndarray]] = field(default_factory=dict)  # traced value id -> one image per definition
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
 
 
 class _Sim:
-    def __init__(self, prog: Program, arrays: dict[str, np.ndarray], exact: bool) -> None:
+    def __init__(self, prog: Program, arrays: dict[str, np.ndarray], exact: bool, trace: tuple[int, ...] = ()) -> None:
         self.p = prog
         self.exact = exact
+        self.trace: dict[int, list[np.ndarray]] = {int(t): [] for t in trace}
         self.t = get_target(prog.target)
         self.nwg, self.W, self.L = prog.workgroups, prog.waves_per_workgroup, prog.wave_size
         self.G = self.nwg * self.W
@@ -133,6 +135,8 @@ class _Sim:
     def set_frag(self, v: Value, regs: np.ndarray) -> None:
         self.regs[v.id] = regs
         self.vals[v.id] = v
+        if v.id in self.trace:
+            self.trace[v.id].append(regs.reshape(self.nwg, self.W, *regs.shape[1:]).copy())
 
     def _note(self, lst: list[str], msg: str) -> None:
         if len(lst) < 20:
@@ -461,11 +465,15 @@ def _walk_block(b: Block) -> list[Op]:
     return out
 
 
-def simulate(prog: Program, *, exact: bool = False, **arrays: np.ndarray) -> SimResult:
-    """Run ``prog`` on the given input tensors (numpy arrays); returns outputs and a report."""
+def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (), **arrays: np.ndarray) -> SimResult:
+    """Run ``prog`` on the given input tensors (numpy arrays); returns outputs and a report.
+
+    ``trace`` lists fragment value ids whose register image is kept every time it is (re)defined
+    (e.g. an accumulator across loop iterations); ``exact`` uses the exact rational numerics.
+    """
     if not isinstance(prog, Program):
         raise TilesimError(f"simulate() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
-    sim = _Sim(prog, arrays, exact)
+    sim = _Sim(prog, arrays, exact, tuple(trace))
     sim.run(prog.body)
     sim.rep.vgprs = _vgpr_estimate(prog)
     outs = {}
@@ -473,4 +481,4 @@ def simulate(prog: Program, *, exact: bool = False, **arrays: np.ndarray) -> Sim
         if tp.output:
             outs[tp.name] = decode(encode(sim.tensors[tp.name], tp.dtype), tp.dtype).astype(dtype(tp.dtype).np)
     regs = {vid: r.reshape(sim.nwg, sim.W, *r.shape[1:]) for vid, r in sim.regs.items()}
-    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals))
+    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace)
