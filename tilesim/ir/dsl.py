@@ -369,6 +369,8 @@ def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, **mods: int) -> Frag:
 def _elementwise(op: str, x: Frag, y: Any) -> Frag:
     t = _tr()
     yarg = None if y is None else _as_arg(y)
+    if isinstance(y, Frag) and y.dtype != x.dtype:  # the simulator reads both through x's element type
+        raise VerifyError(f"elementwise {op} of a {x.dtype} and a {y.dtype} fragment; ts.cast one first")
     if isinstance(y, Frag) and y.layout != x.layout:
         raise VerifyError(f"elementwise {op} of fragments with different layouts; ts.convert one first")
     out = t.value("frag", dtype=x.dtype, layout=x.layout)

@@ -196,15 +196,16 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str) -> None:
         if name in "AB":
             p = _k_perm(v.layout.with_elem_bits(hw.elem_bits), hw, "col" if name == "A" else "row")
             if p is not None:
-                perms[name] = p
+                perms[name] = (p, diff[0])
                 continue
         rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}", "; ".join(diff)))
     if perms:
-        if set(perms) == {"A", "B"} and perms["A"] == perms["B"]:
+        if set(perms) == {"A", "B"} and perms["A"][0] == perms["B"][0]:
             rep.findings.append(Finding("warning", f"{where} {row.mnemonic}", "A and B use the same k order, which is "
                                         "not the hardware's: the result is equivalent, but not the hardware layout"))
         else:
-            for name, p in perms.items():
+            for name, (p, first) in perms.items():
                 moved = sorted(k for k, v in p.items() if k != v)
                 rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}",
-                                            f"k permuted on {name} only (k {moved[:8]} moved): the product changes"))
+                                            f"k permuted on {name} only (k {moved[:8]} moved): the product changes; "
+                                            f"{first}"))

@@ -31,7 +31,8 @@ from tilesim.matrix.dtypes import DType, decode, dtype, encode
 if TYPE_CHECKING:
     from tilesim.matrix.instruction import MatrixInstruction
 
-__all__ = ["quantize", "round_exact", "dot_exact", "execute_logical", "tolerance", "FLOAT_FORMATS"]
+__all__ = ["quantize", "round_exact", "dot_exact", "execute_logical", "tolerance", "FLOAT_FORMATS", "check_neg",
+           "signed_types", "apply_negation"]
 
 # (mantissa bits incl. hidden, min normal exponent, max exponent, has infinity)
 FLOAT_FORMATS: dict[str, tuple[int, int, int, bool]] = {
@@ -135,7 +136,7 @@ def _as_blocks(x: np.ndarray, blocks: int, shape: tuple[int, int], name: str) ->
     raise ModifierError(f"operand {name} has shape {arr.shape}; expected {want}")
 
 
-def _check_neg(ins: MatrixInstruction, neg: int, neg_hi: int) -> None:
+def check_neg(ins: MatrixInstruction, neg: int, neg_hi: int) -> None:
     """``neg``/``neg_hi`` must be raw values the row's modifiers accept (0 where it has none)."""
     for name, value in (("neg", neg), ("neg_hi", neg_hi)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
@@ -174,6 +175,46 @@ def _hi_halves(ins: MatrixInstruction, op: str, shape: tuple[int, ...]) -> np.nd
     return mask
 
 
+def signed_types(ins: MatrixInstruction, neg: int, types: tuple[str, str, str, str] | None = None
+                 ) -> tuple[tuple[DType, DType, DType, DType], int]:
+    """Operand types after the NEG field's signedness meaning (RDNA iu8/iu4), and the NEG bits
+    left to act as negation (0 on those rows)."""
+    ta, tb, tc, td = (dtype(t) for t in (types or ins.types))
+    neg_mod = ins.modifier("neg")
+    if neg_mod is not None and neg_mod.kind == "signedness":
+        return ((_signed(ta) if neg & 1 else ta), (_signed(tb) if neg & 2 else tb), tc, td), 0
+    return (ta, tb, tc, td), neg
+
+
+def apply_negation(ins: MatrixInstruction, A: np.ndarray, B: np.ndarray, C: np.ndarray, neg: int, neg_hi: int,
+                   hi_mask: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NEG/NEG_HI on operand values ``(..., rows, cols)``: on packed 16-bit A/B ``neg`` negates the
+    elements in the low halves of their VGPRs and ``neg_hi`` the high halves; bit 2 negates C
+    (``neg_hi`` bit 2: ``|C|``). Returns new arrays."""
+    A, B, C = np.array(A, np.float64), np.array(B, np.float64), np.array(C, np.float64)
+    for bit, (op, X, mask) in enumerate((("A", A, hi_mask[0]), ("B", B, hi_mask[1]))):
+        lo_on, hi_on = (neg >> bit) & 1, (neg_hi >> bit) & 1
+        if not (lo_on or hi_on):
+            continue
+        if lo_on and hi_on:
+            sel = np.ones(X.shape, bool)
+        else:
+            hi = _hi_halves(ins, op, (ins.blocks, *X.shape[-2:])) if mask is None else np.asarray(mask, bool)
+            if hi is None and (ins.sparse and op == "A"):
+                raise ModifierError(f"{'neg' if lo_on else 'neg_hi'} alone on {ins.mnemonic}'s sparse A acts on the "
+                                    "low/high element of each packed pair, which depends on the sparsity "
+                                    "indices; pass hi_mask, or set neg and neg_hi together")
+            # 32-bit A/B have no halves: either bit negates the element (not confirmed by an ISA table).
+            sel = np.ones(X.shape, bool) if hi is None else np.broadcast_to(hi if hi_on else ~hi, X.shape)
+        X[sel] = -X[sel]
+    if (neg_hi >> 2) & 1:
+        C = np.abs(C)
+    if (neg >> 2) & 1:
+        C = -C
+    return A, B, C
+
+
 def execute_logical(
     ins: object,
     a: np.ndarray,
@@ -201,36 +242,14 @@ def execute_logical(
 
     if not isinstance(ins, MatrixInstruction):
         raise InstructionError(f"execute_logical needs a catalog row (tilesim.matrix.lookup), got {ins!r}")
-    _check_neg(ins, neg, neg_hi)
-    ta, tb, tc, td = (dtype(t) for t in (types or ins.types))
-    neg_mod = ins.modifier("neg")
-    if neg_mod is not None and neg_mod.kind == "signedness":
-        ta, tb = (_signed(ta) if neg & 1 else ta), (_signed(tb) if neg & 2 else tb)
-        neg = 0
+    check_neg(ins, neg, neg_hi)
+    (ta, tb, tc, td), neg = signed_types(ins, neg, types)
     nb, m, n, k = ins.blocks, ins.m, ins.n, ins.k
     squeeze = np.asarray(a).ndim == 2
     A = quantize(_as_blocks(a, nb, (m, k), "A"), ta)
     B = quantize(_as_blocks(b, nb, (k, n), "B"), tb)
     C = quantize(np.zeros((nb, m, n)) if c is None else _as_blocks(c, nb, (m, n), "C"), tc)
-    for bit, (op, X, mask) in enumerate((("A", A, hi_mask[0]), ("B", B, hi_mask[1]))):
-        lo_on, hi_on = (neg >> bit) & 1, (neg_hi >> bit) & 1
-        if not (lo_on or hi_on):
-            continue
-        if lo_on and hi_on:
-            sel = np.ones(X.shape, bool)
-        else:
-            hi = _hi_halves(ins, op, X.shape) if mask is None else np.broadcast_to(np.asarray(mask, bool), X.shape)
-            if hi is None and (ins.sparse and op == "A"):
-                raise ModifierError(f"{'neg' if lo_on else 'neg_hi'} alone on {ins.mnemonic}'s sparse A acts on the "
-                                    "low/high element of each packed pair, which depends on the sparsity "
-                                    "indices; pass hi_mask, or set neg and neg_hi together")
-            # 32-bit A/B have no halves: either bit negates the element (not confirmed by an ISA table).
-            sel = np.ones(X.shape, bool) if hi is None else (hi if hi_on else ~hi)
-        X[sel] = -X[sel]
-    if (neg_hi >> 2) & 1:
-        C = np.abs(C)
-    if (neg >> 2) & 1:
-        C = -C
+    A, B, C = apply_negation(ins, A, B, C, neg, neg_hi, hi_mask)
     if td.kind in ("int", "uint"):
         D = np.einsum("bmk,bkn->bmn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
         D = decode(encode(D, td), td)

@@ -32,7 +32,7 @@ from tilesim.hw.targets import get_target
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode
-from tilesim.matrix.numerics import dot_exact, quantize
+from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
 from tilesim.wave.codec import Codec, codec
 
 __all__ = ["simulate", "SimResult", "Report"]
@@ -263,10 +263,14 @@ class _Sim:
         wg, wave, b = wg[act], wave[act], byte_addr[act]
         lw, we = self.last_writer[wg, b], self.write_epoch[wg, b]
         conflict = (lw >= 0) & (lw != wave) & (we == self.epoch)
+        partner = np.where(conflict, lw, -1)  # the other wave of the race, for the message
+        kind = np.where(conflict, "write", "read").astype(object)
         if write:
             others = self.read_epoch[wg, :, b] == self.epoch
             others[np.arange(wave.size), wave] = False
-            conflict |= others.any(1)
+            war = others.any(1) & ~conflict
+            partner = np.where(war, others.argmax(1), partner)
+            conflict |= war
         # two waves of one workgroup writing the same byte in this very op
         if write:
             key = wg * (1 << 32) + b
@@ -274,12 +278,15 @@ class _Sim:
             ks, ws = key[order], wave[order]
             same = (ks[1:] == ks[:-1]) & (ws[1:] != ws[:-1])
             if same.any():
-                conflict[order[1:][same]] = True
+                hit = order[1:][same]
+                partner[hit] = np.where(conflict[hit], partner[hit], ws[:-1][same])
+                kind[hit] = np.where(conflict[hit], kind[hit], "write")
+                conflict[hit] = True
         if conflict.any():
             self.rep.race_count += int(conflict.sum())
             i = int(np.flatnonzero(conflict)[0])
             self._note(self.rep.races, f"{what}: workgroup {int(wg[i])}, wave {int(wave[i])} at LDS byte {int(b[i])} "
-                       f"conflicts with wave {int(lw[i]) if lw[i] >= 0 else '?'} with no barrier between")
+                       f"conflicts with a {kind[i]} by wave {int(partner[i])} with no barrier between")
         if write:
             self.last_writer[wg, b] = wave
             self.write_epoch[wg, b] = self.epoch
@@ -323,10 +330,14 @@ class _Sim:
         row = lookup(op.attr("instr"), self.p.target)
         mods = dict(op.attr("modifiers") or ())
         lay_mods = {k: v for k, v in mods.items() if k in ("cbsz", "abid", "blgp", "opsel")}
+        neg, neg_hi = mods.get("neg", 0), mods.get("neg_hi", 0)
+        check_neg(row, neg, neg_hi)
+        dts, neg = signed_types(row, neg)  # iu8/iu4: NEG bit 0 = A signed, bit 1 = B signed
+        types = [d.name for d in dts]
         tiles = {}
         for name, v in (("A", a_v), ("B", b_v), ("C", c_v)):
             lay = row.layout(name, wave_size=self.L, **lay_mods)
-            hw = codec(lay, row.types["ABCD".index(name)], row.registers_for(self.L)[name])
+            hw = codec(lay, types["ABCD".index(name)], row.registers_for(self.L)[name])
             regs = self.regs[v.id]
             if regs.shape[-1] != hw.nregs:  # a declared fragment of another size: the hardware reads its registers
                 fixed = np.zeros((self.G, hw.lanes, hw.nregs), np.uint32)
@@ -341,12 +352,7 @@ class _Sim:
                 self._note(self.rep.replication, f"{row.mnemonic} {name}[{i}][{j}]: copies in lanes {lanes} differ "
                            f"({self._where(g)}); the hardware may read any copy")
             tiles[name] = tile
-        neg = mods.get("neg", 0)
-        A, B, C = tiles["A"], tiles["B"], tiles["C"]
-        if neg & 1 and mods.get("neg_hi", 0) & 1:
-            A = -A
-        if neg & 2 and mods.get("neg_hi", 0) & 2:
-            B = -B
+        A, B, C = apply_negation(row, tiles["A"], tiles["B"], tiles["C"], neg, neg_hi)
         td = dtype(row.types[3])
         if td.kind in ("int", "uint"):
             D = np.einsum("gmk,gkn->gmn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
