@@ -22,14 +22,14 @@ CONFIGS = [  # (target, instruction)
 
 @ts.kernel
 def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
-         *, mma="v_wmma_f32_16x16x16_f16", a_layout=None, c_layout=None):
+         *, mma="v_wmma_f32_16x16x16_f16", a_layout=None, b_layout=None, c_layout=None):
     op = ts.mma_op(mma)
     ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
     tm, tn = ts.tile_id(0), ts.tile_id(1)
     acc = ts.zeros(c_layout or op.layout("C"), "f32")
     for k in ts.range(0, A.shape[1], op.k):
         a = ts.load(A[tm * op.m:, k:], a_layout or op.layout("A"))
-        b = ts.load(B[k:, tn * op.n:], op.layout("B"))
+        b = ts.load(B[k:, tn * op.n:], b_layout or op.layout("B"))
         acc = ts.mma(op, a, b, acc)
     ts.store(C[tm * op.m:, tn * op.n:], acc)
 

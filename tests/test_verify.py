@@ -9,23 +9,8 @@ import pytest
 
 import tilesim as ts
 from tilesim.layouts import Layout
+from examples.gemm import gemm
 from tilesim.matrix import lookup
-
-
-@ts.kernel
-def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
-         *, mma="v_wmma_f32_16x16x16_f16", a_layout=None, b_layout=None, c_layout=None, lds_rows=0):
-    op = ts.mma_op(mma)
-    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-    tm, tn = ts.tile_id(0), ts.tile_id(1)
-    if lds_rows:
-        ts.lds_alloc("f32", lds_rows, 64)
-    acc = ts.zeros(c_layout or op.layout("C"), "f32")
-    for k in ts.range(0, A.shape[1], op.k):
-        a = ts.load(A[tm * op.m:, k:], a_layout or op.layout("A"))
-        b = ts.load(B[k:, tn * op.n:], b_layout or op.layout("B"))
-        acc = ts.mma(op, a, b, acc)
-    ts.store(C[tm * op.m:, tn * op.n:], acc)
 
 
 def _relabel_k(lay: Layout, axis: int, perm: np.ndarray) -> Layout:
@@ -86,8 +71,11 @@ def test_element_type_and_lds_budget():
 
     rep = ts.check(wrong_type.specialize(target="gfx1201", M=16, N=16, K=16))
     assert not rep.ok and "f32 fragment but v_wmma_f32_16x16x16_f16 reads f16" in rep.errors[0].message
-    big = gemm.specialize(target="gfx1201", M=16, N=16, K=16, lds_rows=300)  # 300 * 64 * 4 = 76800 > 65536
-    rep = ts.check(big)
+    @ts.kernel
+    def big_lds(A: ts.Tensor["f32", "M", "N"]):
+        ts.lds_alloc("f32", 300, 64)  # 300 * 64 * 4 = 76800 bytes > 65536
+
+    rep = ts.check(big_lds.specialize(target="gfx1201", M=16, N=16))
     assert any("LDS use 76800 bytes exceeds gfx1201's 65536" in f.message for f in rep.errors)
 
 

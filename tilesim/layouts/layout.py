@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tilesim.errors import LayoutError, choices
+from tilesim.errors import LayoutError
 
 __all__ = ["Layout", "Location", "Dims", "compose", "product"]
 
