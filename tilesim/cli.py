@@ -24,6 +24,8 @@ _EPILOG = """examples:
   tilesim layout --arch gfx1201 --instr v_wmma_f32_16x16x16_f16 --operand C
   tilesim layout --arch gfx90a --instr v_mfma_f32_32x32x1f32 --operand A --cbsz 1 --abid 1 --format csv
   tilesim check examples/gemm.py
+  tilesim run examples/gemm.py --target sm_90
+  tilesim compile examples/gemm.py --target gfx1201 --isa
   tilesim simulate examples/gemm.py --target gfx1201 --inspect %9
   tilesim demo
 """
@@ -99,6 +101,25 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--workgroup", type=int, default=0, help="workgroup to inspect (default 0)")
     sm.add_argument("--seed", type=int, default=0)
     sm.add_argument("--format", choices=("text", "json"), default="text")
+
+    em = sub.add_parser("emit", help="print the HIP/CUDA source generated for a program")
+    em.add_argument("file")
+    em.add_argument("--target", required=True, help="which of FILE's programs (e.g. gfx1201, sm_90)")
+
+    cp_ = sub.add_parser("compile", help="compile offline (AMDGPU clang) and print the metadata beside the estimate")
+    cp_.add_argument("file")
+    cp_.add_argument("--target", required=True)
+    cp_.add_argument("--isa", action="store_true", help="print the matrix instructions of the ISA")
+    cp_.add_argument("--format", choices=("text", "json"), default="text")
+
+    rn = sub.add_parser("run", help="simulate, emit, compile, run on a device if present, and give a verdict",
+                        description="Verdicts: MATCH / MISMATCH (device ran; with blame) / COMPILE_ONLY / "
+                        "SIMULATED_ONLY. Never MATCH without a device run. Exit 1 on MISMATCH.")
+    rn.add_argument("file")
+    rn.add_argument("--target", default=None)
+    rn.add_argument("--device", choices=("auto", "none"), default="auto")
+    rn.add_argument("--seed", type=int, default=0)
+    rn.add_argument("--format", choices=("text", "json"), default="text")
 
     d = sub.add_parser("demo", help="a short tour: a target, an instruction, layouts on CDNA and RDNA")
     d.add_argument("--format", choices=("text", "json"), default="text")
@@ -263,6 +284,66 @@ def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     return "\n\n".join(out), 0
 
 
+def _one_program(args: argparse.Namespace):
+    from tilesim.errors import TilesimError
+
+    progs, module = _load_programs(args.file, args.target)
+    if len(progs) > 1:
+        raise TilesimError(f"{args.file} has {len(progs)} programs for {args.target}; "
+                           "pick one by target or write a file with one")
+    return progs[0], module
+
+
+def _cmd_emit(args: argparse.Namespace) -> str:
+    from tilesim.codegen import emit_hip
+
+    prog, _ = _load_programs(args.file, args.target)
+    return "\n".join(emit_hip(p).source for p in prog)
+
+
+def _cmd_compile(args: argparse.Namespace) -> str:
+    from tilesim.codegen import emit_hip
+    from tilesim.hw.offline import compile_hip
+    from tilesim.ir.verify import check
+
+    progs, _ = _load_programs(args.file, args.target)
+    docs, lines = [], []
+    for p in progs:
+        c = compile_hip(emit_hip(p).source, p.target, wave_size=p.wave_size)
+        est = check(p)
+        docs.append({"program": p.name, "target": p.target, "metadata": c.metadata, "vgprs_estimate": est.vgprs,
+                     "occupancy_estimate": est.occupancy, "mnemonics": c.mnemonics()})
+        lines.append(f"{p.name} on {p.target}: {c.metadata.get('vgpr_count')} VGPRs (estimate {est.vgprs}), "
+                     f"{c.metadata.get('sgpr_count')} SGPRs, LDS {c.metadata.get('lds_bytes')} B, "
+                     f"scratch {c.metadata.get('scratch_bytes')} B, wave{c.metadata.get('wavefront_size')}")
+        if args.isa:
+            lines += [f"  {m}" for m in c.mnemonics()]
+    return json.dumps(docs, indent=1) if args.format == "json" else "\n".join(lines)
+
+
+def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
+    import numpy as np
+
+    from tilesim.diff import run
+    from tilesim.matrix.dtypes import dtype
+
+    progs, module = _load_programs(args.file, args.target)
+    verdicts = []
+    for prog in progs:
+        if module is not None and hasattr(module, "inputs"):
+            arrays = module.inputs(prog, seed=args.seed)
+        else:
+            rng = np.random.default_rng(args.seed)
+            arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np) for t in prog.tensors
+                      if not t.output}
+        ref = module.reference(**arrays) if module is not None and hasattr(module, "reference") else None
+        verdicts.append(run(prog, device=args.device, reference=ref, **arrays))
+    code = 1 if any(v.status == "MISMATCH" for v in verdicts) else 0
+    if args.format == "json":
+        return json.dumps([v.to_dict() for v in verdicts], indent=1), code
+    return "\n\n".join(str(v) for v in verdicts), code
+
+
 def _cmd_demo(args: argparse.Namespace) -> str:
     from tilesim.demo import tour
 
@@ -277,6 +358,9 @@ _COMMANDS = {
     "demo": _cmd_demo,
     "check": _cmd_check,
     "simulate": _cmd_simulate,
+    "emit": _cmd_emit,
+    "compile": _cmd_compile,
+    "run": _cmd_run,
 }
 
 

@@ -101,10 +101,18 @@ def compare_layouts(declared: Layout, hardware: Layout, operand: str) -> list[st
     lanes = sorted({lane for x in diffs for (lane, _, _) in h_set[x] | d_set.get(x, set())})
     # which logical element each hardware position holds, declared vs hardware
     if dec.is_function() and hardware.is_function() and dec.in_dims == hardware.in_dims:
+        lane, slot = np.meshgrid(*(np.arange(sz) for _, sz in dec.in_dims), indexing="ij")
+        dv, hv = dec.apply(lane=lane, slot=slot), hardware.apply(lane=lane, slot=slot)
         de, he = expressions(dec), expressions(hardware)
         for dim, label in (("row", names[0]), ("col", names[1])):
-            if de[dim].text != he[dim].text:
+            if np.array_equal(dv[dim], hv[dim]):
+                continue
+            if de[dim].table is None and he[dim].table is None:
                 out.append(f"pattern: {label} differs — hardware {label} = {he[dim].text}, program {label} = {de[dim].text}")
+            else:
+                where = sorted({int(x) for x in lane[dv[dim] != hv[dim]]})
+                out.append(f"pattern: {label} differs — hardware {label} = {he[dim].text}, program differs on "
+                           f"lanes {_ranges(where)}")
     out.append(f"lanes involved: {_ranges(lanes)}")
     return out
 

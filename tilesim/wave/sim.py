@@ -83,6 +83,9 @@ class SimResult:
     registers: dict[int, np.ndarray]  # value id -> uint32[workgroup, wave, lane, vgpr] (last value)
     values: dict[int, Value]
     trace: dict[int, list[np.ndarray]] = field(default_factory=dict)  # traced value id -> one image per definition
+    # output tensor -> int64[rows, cols, 6]: (workgroup, wave, lane, vgpr, bit_lo, store value id) of the
+    # last store that wrote each element; -1 where nothing was written
+    provenance: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -93,6 +96,7 @@ class _Sim:
         self.p = prog
         self.exact = exact
         self.trace: dict[int, list[np.ndarray]] = {int(t): [] for t in trace}
+        self.prov: dict[str, np.ndarray] = {}
         self.t = get_target(prog.target)
         self.nwg, self.W, self.L = prog.workgroups, prog.waves_per_workgroup, prog.wave_size
         self.G = self.nwg * self.W
@@ -216,6 +220,11 @@ class _Sim:
         vals = quantize(vals, out_t)
         w = ok & self.active[:, None]
         self.tensors[name][r[w], q[w]] = vals[w]
+        prov = self.prov.setdefault(name, np.full((*self.tensors[name].shape, 6), -1, np.int64))
+        g = np.nonzero(w)[0]
+        rec = c.rec[np.nonzero(w)[1]]
+        prov[r[w], q[w]] = np.stack([self.wg_of[g], self.wave_of[g], rec[:, 4], rec[:, 3], rec[:, 5],
+                                     np.full(g.size, v.id)], 1)
 
     # ------------------------------------------------------------------ LDS
     def op_lds_alloc(self, op: Op) -> None:
@@ -487,4 +496,4 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
         if tp.output:
             outs[tp.name] = decode(encode(sim.tensors[tp.name], tp.dtype), tp.dtype).astype(dtype(tp.dtype).np)
     regs = {vid: r.reshape(sim.nwg, sim.W, *r.shape[1:]) for vid, r in sim.regs.items()}
-    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace)
+    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace, sim.prov)

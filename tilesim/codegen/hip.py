@@ -1,0 +1,527 @@
+"""Tile IR -> HIP C++ (AMD builtins) / CUDA C++ (inline-PTX ``mma.sync``), from one generator.
+
+The emitted source mirrors the simulator's model: a fragment is a struct of 32-bit registers
+(``ts_r<N>``), loads and stores move raw element bits between global memory and register bit
+fields, and element coordinates come from the layouts' index expressions
+(:func:`tilesim.layouts.expr.expressions`), one unrolled statement per slot. An ``mma`` calls the
+catalog row's builtin on AMD (operands reinterpreted with ``__builtin_bit_cast`` into the
+builtin's vector types) and inline PTX on NVIDIA. Nothing else is chosen by name: the builtin,
+its vector types and its immediates all come from the row. Output is deterministic.
+
+AMD sources compile with any AMDGPU clang without HIP headers (``-nogpuinc``); NVIDIA sources
+compile with NVRTC. ``reduce`` and ``convert`` go through a per-wave LDS scratch tile (write
+through one layout, wave barrier, read rows/columns back) — simple, not fast. What the generator
+does not emit (e.g. f16 arithmetic, 64-bit LDS elements) raises :class:`CodegenError` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tilesim.errors import TilesimError
+from tilesim.hw.targets import get_target
+from tilesim.ir.core import Block, LdsLayout, Op, Program, Value
+from tilesim.layouts.expr import expressions
+from tilesim.layouts.layout import Layout
+from tilesim.matrix.catalog import lookup
+from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.probe import c_type
+
+__all__ = ["emit_hip", "CodegenError", "Emitted"]
+
+
+class CodegenError(TilesimError):
+    """The program uses something the code generator cannot emit (yet), or emits for no target."""
+
+
+_UINT = {8: "ts_u8", 16: "ts_u16", 32: "ts_u32", 64: "ts_u64"}
+
+_PRELUDE = """// ---- tilesim prelude: one source for AMD (HIP, clang) and NVIDIA (NVRTC) ----
+typedef unsigned char ts_u8;
+typedef unsigned short ts_u16;
+typedef unsigned int ts_u32;
+typedef unsigned long long ts_u64;
+#if defined(__AMDGCN__) || defined(__AMDGPU__)
+#define TS_AMD 1
+#define TS_TID() ((int)__builtin_amdgcn_workitem_id_x())
+#define TS_WG_X() ((int)__builtin_amdgcn_workgroup_id_x())
+#define TS_WG_Y() ((int)__builtin_amdgcn_workgroup_id_y())
+#define TS_WG_Z() ((int)__builtin_amdgcn_workgroup_id_z())
+#define TS_BARRIER() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup"); __builtin_amdgcn_s_barrier(); \\
+                          __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup"); } while (0)
+#define TS_SHARED __attribute__((shared))
+#define TS_BOUNDS(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+static __attribute__((device)) inline float ts_f32(ts_u32 x) { return __builtin_bit_cast(float, x); }
+static __attribute__((device)) inline ts_u32 ts_bits(float x) { return __builtin_bit_cast(ts_u32, x); }
+static __attribute__((device)) inline float ts_f16_to_f32(ts_u32 x) { return (float)__builtin_bit_cast(_Float16, (ts_u16)x); }
+static __attribute__((device)) inline ts_u32 ts_f32_to_f16(float x) { return __builtin_bit_cast(ts_u16, (_Float16)x); }
+static __attribute__((device)) inline ts_u32 ts_lane_from(ts_u32 x, int src) { return (ts_u32)__builtin_amdgcn_ds_bpermute(src * 4, (int)x); }
+#define TS_WAVE_SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier(); \
+                            __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); } while (0)
+#define TS_EXPF(x) __builtin_expf(x)
+#define TS_FMAXF(a, b) __builtin_fmaxf(a, b)
+#define TS_FMINF(a, b) __builtin_fminf(a, b)
+#else
+#define TS_AMD 0
+#define TS_TID() ((int)threadIdx.x)
+#define TS_WG_X() ((int)blockIdx.x)
+#define TS_WG_Y() ((int)blockIdx.y)
+#define TS_WG_Z() ((int)blockIdx.z)
+#define TS_BARRIER() __syncthreads()
+#define TS_SHARED __shared__
+#define TS_BOUNDS(n) __launch_bounds__(n)
+static __device__ inline float ts_f32(ts_u32 x) { return __int_as_float((int)x); }
+static __device__ inline ts_u32 ts_bits(float x) { return (ts_u32)__float_as_int(x); }
+static __device__ inline float ts_f16_to_f32(ts_u32 x) { float f; unsigned short h = (unsigned short)x;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+static __device__ inline ts_u32 ts_f32_to_f16(float x) { unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
+static __device__ inline ts_u32 ts_lane_from(ts_u32 x, int src) { return __shfl_sync(0xffffffffu, x, src); }
+#define TS_WAVE_SYNC() __syncwarp()
+#define TS_EXPF(x) expf(x)
+#define TS_FMAXF(a, b) fmaxf(a, b)
+#define TS_FMINF(a, b) fminf(a, b)
+#endif
+#define TS_DEV __attribute__((device))
+static TS_DEV inline int ts_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static TS_DEV inline int ts_mod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+// ---- end prelude ----
+"""
+
+
+@dataclass
+class Emitted:
+    """HIP/CUDA source of one program, with what is needed to launch it."""
+
+    program: Program
+    source: str
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    tensors: tuple[str, ...]  # kernel parameter order
+    lds_bytes: int
+    builtins: tuple[str, ...] = field(default_factory=tuple)
+
+    def __str__(self) -> str:
+        return self.source
+
+
+def _ident(name: str) -> str:
+    s = re.sub(r"[^0-9A-Za-z_]", "_", name)
+    return s if s and not s[0].isdigit() else "k_" + s
+
+
+class _Gen:
+    def __init__(self, prog: Program) -> None:
+        self.p = prog
+        self.t = get_target(prog.target)
+        self.amd = self.t.vendor == "amd"
+        self.lines: list[str] = []
+        self.decls: dict[str, str] = {}
+        self.structs: set[int] = set()
+        self.vectors: set[str] = set()
+        self.builtins: list[str] = []
+        self.lds_off: dict[int, int] = {}
+        self.lds_top = 0
+        self.tables = 0
+
+    # ------------------------------------------------------------------ helpers
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("  " * depth + text)
+
+    def sref(self, a: object) -> str:
+        if isinstance(a, Value):
+            return f"s{a.id}"
+        return str(int(a))  # type: ignore[call-overload]
+
+    def frag(self, v: Value) -> str:
+        n = v.layout.registers_per_lane()
+        self.structs.add(n)
+        self.decls.setdefault(f"f{v.id}", f"ts_r{n} f{v.id};")
+        return f"f{v.id}"
+
+    def slot_exprs(self, lay: Layout, depth: int) -> tuple[dict[str, str], str | None]:
+        """C expressions for row/col of slot ``s`` in this lane; tables when not linear."""
+        if not lay.is_function():
+            raise CodegenError("a fragment layout where one register slot holds several elements (a broadcast) "
+                               "cannot be loaded or stored")
+        ex = expressions(lay)
+        out = {}
+        valid = None
+        for name in ("row", "col"):
+            e = ex[name]
+            if e.table is not None:
+                self.tables += 1
+                tname = f"ts_tab{self.tables}_{name}"
+                vals = ", ".join(str(int(x)) for x in e.table)
+                self.emit(depth, f"const short {tname}[{len(e.table)}] = {{{vals}}};")
+                out[name] = f"{tname}[lane + {dict(lay.in_dims)['lane']} * s]"
+                valid = f"({tname}[lane + {dict(lay.in_dims)['lane']} * s] >= 0)"
+            else:
+                out[name] = e.text.replace("slot", "s")
+        return out, valid
+
+    # ------------------------------------------------------------------ ops
+    def block(self, b: Block, depth: int) -> None:
+        for op in b.ops:
+            fn = getattr(self, "op_" + op.kind, None)
+            if fn is None:
+                raise CodegenError(f"op {op.kind!r} is not emitted by the code generator yet "
+                                   "(the simulator runs it; codegen support is planned)")
+            fn(op, depth)
+
+    def op_const(self, op: Op, d: int) -> None:
+        self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
+        self.emit(d, f"s{op.out.id} = {int(op.attr('value'))};")
+
+    def op_tile_id(self, op: Op, d: int) -> None:
+        self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
+        self.emit(d, f"s{op.out.id} = TS_WG_{'XYZ'[op.attr('axis')]}();")
+
+    def op_wave_id(self, op: Op, d: int) -> None:
+        self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
+        self.emit(d, f"s{op.out.id} = wave;")
+
+    def op_binop(self, op: Op, d: int) -> None:
+        a, b = (self.sref(x) for x in op.args)
+        o = op.attr("op")
+        expr = {"//": f"ts_floordiv({a}, {b})", "%": f"ts_mod({a}, {b})", "min": f"({a} < {b} ? {a} : {b})",
+                "max": f"({a} > {b} ? {a} : {b})"}.get(o, f"({a} {o} {b})")
+        self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
+        self.emit(d, f"s{op.out.id} = {expr};")
+
+    def op_zeros(self, op: Op, d: int) -> None:
+        f = self.frag(op.out)
+        self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
+
+    def _global(self, op: Op, v: Value, row0: object, col0: object, d: int, store: bool) -> None:
+        tp = self.p.tensor(op.attr("tensor"))
+        bits = dtype(v.dtype).reg_bits
+        tbits = dtype(tp.dtype).reg_bits
+        if bits != tbits:
+            raise CodegenError(f"{'store' if store else 'load'} of a {v.dtype} fragment from a {tp.dtype} tensor: "
+                               "convert with ts.cast in the kernel")
+        if bits not in _UINT:
+            raise CodegenError(f"{bits}-bit elements are not emitted yet")
+        f = self.frag(v)
+        lay = v.layout
+        rows, cols = tp.shape
+        tr = bool(op.attr("transpose"))
+        self.emit(d, "{")
+        ex, valid = self.slot_exprs(lay, d + 1)
+        slots = dict(lay.in_dims)["slot"]
+        r0, c0 = self.sref(row0), self.sref(col0)
+        self.emit(d + 1, "#pragma unroll")
+        self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {{")
+        rr, cc = (ex["col"], ex["row"]) if tr else (ex["row"], ex["col"])
+        self.emit(d + 2, f"const int gr = {r0} + ({rr}), gc = {c0} + ({cc});")
+        ok = f"gr >= 0 && gr < {rows} && gc >= 0 && gc < {cols}" + (f" && {valid}" if valid else "")
+        # register and bit position of slot s: constant after unrolling
+        if bits == 64:
+            self.emit(d + 2, f"if ({ok}) {{")
+            if store:
+                self.emit(d + 3, f"{tp.name}[gr * {cols} + gc] = ((ts_u64){f}.r[2 * s + 1] << 32) | {f}.r[2 * s];")
+            else:
+                self.emit(d + 3, f"const ts_u64 x = {tp.name}[gr * {cols} + gc];")
+                self.emit(d + 3, f"{f}.r[2 * s] = (ts_u32)x; {f}.r[2 * s + 1] = (ts_u32)(x >> 32);")
+            self.emit(d + 2, "}" if store else f"}} else {{ {f}.r[2 * s] = 0u; {f}.r[2 * s + 1] = 0u; }}")
+        else:
+            per = 32 // bits
+            mask = (1 << bits) - 1
+            self.emit(d + 2, f"const int v = s / {per}, lo = (s % {per}) * {bits};")
+            if store:
+                self.emit(d + 2, f"if ({ok}) {tp.name}[gr * {cols} + gc] = ({_UINT[bits]})(({f}.r[v] >> lo) & {mask}u);")
+            else:
+                self.emit(d + 2, f"const ts_u32 x = ({ok}) ? (ts_u32){tp.name}[gr * {cols} + gc] : 0u;")
+                self.emit(d + 2, f"{f}.r[v] = ({f}.r[v] & ~({mask}u << lo)) | (x << lo);")
+        self.emit(d + 1, "}")
+        self.emit(d, "}")
+
+    def op_load(self, op: Op, d: int) -> None:
+        f = self.frag(op.out)
+        self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
+        self._global(op, op.out, op.args[0], op.args[1], d, False)
+
+    def op_store(self, op: Op, d: int) -> None:
+        self._global(op, op.args[0], op.args[1], op.args[2], d, True)
+
+    # ------------------------------------------------------------------ LDS
+    def op_lds_alloc(self, op: Op, d: int) -> None:
+        self.lds_off[op.out.id] = self.lds_top
+        self.lds_top += -(-op.out.lds.bytes // 16) * 16
+
+    def _lds(self, op: Op, buf: Value, v: Value, row0: object, col0: object, d: int, store: bool) -> None:
+        lay: LdsLayout = buf.lds
+        bits = dtype(v.dtype).reg_bits
+        if bits not in (8, 16, 32) or lay.elem_bytes * 8 != bits:
+            raise CodegenError(f"LDS {'store' if store else 'load'} of {v.dtype} into a {buf.dtype} buffer "
+                               "is not emitted yet")
+        f = self.frag(v)
+        self.emit(d, "{")
+        ex, valid = self.slot_exprs(v.layout, d + 1)
+        slots = dict(v.layout.in_dims)["slot"]
+        per, mask = 32 // bits, (1 << bits) - 1
+        self.emit(d + 1, "#pragma unroll")
+        self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {{")
+        self.emit(d + 2, f"const int r = {self.sref(row0)} + ({ex['row']}), c = {self.sref(col0)} + ({ex['col']});")
+        self.emit(d + 2, f"const int off = {self.lds_off[buf.id]} + (r * {lay.cols + lay.pad} + "
+                         f"(c ^ (((r / {lay.per_phase}) % {lay.max_phase}) * {lay.vec}))) * {lay.elem_bytes};")
+        self.emit(d + 2, f"const int v = s / {per}, lo = (s % {per}) * {bits};")
+        p = f"(({_UINT[bits]}*)(ts_lds + off))"
+        cond = f"if ({valid}) " if valid else ""
+        if store:
+            self.emit(d + 2, f"{cond}*{p} = ({_UINT[bits]})(({f}.r[v] >> lo) & {mask}u);")
+        else:
+            self.emit(d + 2, f"{cond}{f}.r[v] = ({f}.r[v] & ~({mask}u << lo)) | ((ts_u32)*{p} << lo);")
+        self.emit(d + 1, "}")
+        self.emit(d, "}")
+
+    def op_lds_store(self, op: Op, d: int) -> None:
+        self._lds(op, op.args[0], op.args[1], op.args[2], op.args[3], d, True)
+
+    def op_lds_load(self, op: Op, d: int) -> None:
+        f = self.frag(op.out)
+        self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
+        self._lds(op, op.args[0], op.out, op.args[1], op.args[2], d, False)
+
+    def op_barrier(self, op: Op, d: int) -> None:
+        self.emit(d, "TS_BARRIER();")
+
+    # ------------------------------------------------------------------ compute
+    def op_mma(self, op: Op, d: int) -> None:
+        row = lookup(op.attr("instr"), self.p.target)
+        mods = dict(op.attr("modifiers") or ())
+        a, b, c = (self.frag(x) for x in op.args)
+        out = self.frag(op.out)
+        nd = row.registers_for(self.p.wave_size)["D"]
+        if nd != op.out.layout.registers_per_lane():
+            raise CodegenError(f"{row.mnemonic} writes {nd} VGPRs of D; the declared accumulator spans "
+                               f"{op.out.layout.registers_per_lane()}")
+        if self.amd:
+            self.emit(d, self._amd_call(row, (a, b, c), out, mods) + ";")
+        else:
+            self._ptx_call(row, (a, b, c), out, d)
+
+    def _amd_call(self, row: MatrixInstruction, ops: tuple[str, str, str], out: str, mods: dict[str, int]) -> str:
+        bi = row.builtin_for(self.p.wave_size)
+        if bi is None:
+            raise CodegenError(f"{row.mnemonic} has no clang builtin for wave{self.p.wave_size}")
+        self.builtins.append(bi.name)
+        imms = _immediates(row, bi.args, mods)
+        args, k = [], 0
+        for tok in bi.args:
+            if tok.startswith("imm:"):
+                args.append(str(imms.pop(0)))
+                continue
+            ty, td = c_type(tok)
+            if td:
+                self.vectors.add(td)
+            args.append(f"__builtin_bit_cast({ty}, {ops[k]})")
+            k += 1
+        rty, td = c_type(bi.ret)
+        if td:
+            self.vectors.add(td)
+        n = row.registers_for(self.p.wave_size)["D"]
+        return f"{out} = __builtin_bit_cast(ts_r{n}, {bi.name}({', '.join(args)}))"
+
+    def _ptx_call(self, row: MatrixInstruction, ops: tuple[str, str, str], out: str, d: int) -> None:
+        regs = row.registers_for(32)
+        wide = row.types[0] == "f64"
+        if wide:
+            raise CodegenError("f64 mma.sync is not emitted yet")
+        na, nb, nc = regs["A"], regs["B"], regs["C"]
+        o = 0
+        groups = []
+        for n in (nc, na, nb, nc):
+            groups.append("{" + ", ".join(f"%{o + i}" for i in range(n)) + "}")
+            o += n
+        outs = ", ".join(f'"=r"({out}.r[{i}])' for i in range(nc))
+        ins = ", ".join([f'"r"({ops[0]}.r[{i}])' for i in range(na)] + [f'"r"({ops[1]}.r[{i}])' for i in range(nb)]
+                        + [f'"r"({ops[2]}.r[{i}])' for i in range(nc)])
+        self.builtins.append(row.mnemonic)
+        self.emit(d, f'asm volatile("{row.mnemonic} {groups[0]}, {groups[1]}, {groups[2]}, {groups[3]};"')
+        self.emit(d, f"             : {outs}")
+        self.emit(d, f"             : {ins});")
+
+    def op_elementwise(self, op: Op, d: int) -> None:
+        x, y = op.args
+        if op.out.dtype != "f32":
+            raise CodegenError(f"elementwise on {op.out.dtype} fragments is not emitted yet (f32 only)")
+        f, fx = self.frag(op.out), self.frag(x)
+        n = op.out.layout.registers_per_lane()
+        if isinstance(y, Value) and y.kind == "frag":
+            yv = f"ts_f32({self.frag(y)}.r[i])"
+        elif isinstance(y, Value):
+            yv = f"(float){self.sref(y)}"
+        else:
+            yv = "0.0f" if y is None else f"{float(y)!r}f"
+        a = f"ts_f32({fx}.r[i])"
+        expr = {"add": f"{a} + {yv}", "sub": f"{a} - {yv}", "mul": f"{a} * {yv}", "div": f"{a} / {yv}", "neg": f"-{a}",
+                "max": f"TS_FMAXF({a}, {yv})", "min": f"TS_FMINF({a}, {yv})", "exp": f"TS_EXPF({a})"}[op.attr("op")]
+        self.emit(d, "#pragma unroll")
+        self.emit(d, f"for (int i = 0; i < {n}; ++i) {f}.r[i] = ts_bits({expr});")
+
+    def op_cast(self, op: Op, d: int) -> None:
+        x = op.args[0]
+        src, dst = x.dtype, op.out.dtype
+        f, fx = self.frag(op.out), self.frag(x)
+        slots = dict(x.layout.in_dims)["slot"]
+        self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
+        self.emit(d, "#pragma unroll")
+        if (src, dst) == ("f32", "f16"):
+            self.emit(d, f"for (int s = 0; s < {slots}; ++s) {f}.r[s / 2] |= ts_f32_to_f16(ts_f32({fx}.r[s])) << (16 * (s % 2));")
+        elif (src, dst) == ("f16", "f32"):
+            self.emit(d, f"for (int s = 0; s < {slots}; ++s) {f}.r[s] = ts_bits(ts_f16_to_f32(({fx}.r[s / 2] >> (16 * (s % 2))) & 0xffffu));")
+        else:
+            raise CodegenError(f"cast {src} -> {dst} is not emitted yet (f32 <-> f16 are)")
+
+    def op_shuffle(self, op: Op, d: int) -> None:
+        x = op.args[0]
+        src = op.attr("src_lane")
+        f, fx = self.frag(op.out), self.frag(x)
+        n = op.out.layout.registers_per_lane()
+        self.tables += 1
+        tname = f"ts_src{self.tables}"
+        self.emit(d, f"{{ const unsigned char {tname}[{len(src)}] = {{{', '.join(map(str, src))}}};")
+        self.emit(d, "  #pragma unroll")
+        self.emit(d, f"  for (int i = 0; i < {n}; ++i) {f}.r[i] = ts_lane_from({fx}.r[i], {tname}[lane]); }}")
+
+    # ------------------------------------------------------------------ through a per-wave LDS scratch tile
+    def _scratch(self, lay: Layout) -> tuple[int, int, str]:
+        dims = dict(lay.out_dims)
+        rows, cols = dims.get("block", 1) * dims["row"], dims["col"]
+        self.scratch = max(getattr(self, "scratch", 0), rows * cols * 4)
+        return rows, cols, f"((float*)(ts_lds + TS_SCRATCH + wave * {rows * cols * 4}))"
+
+    def _to_scratch(self, f: str, lay: Layout, sc: str, cols: int, d: int) -> None:
+        ex, valid = self.slot_exprs(lay, d)
+        slots = dict(lay.in_dims)["slot"]
+        cond = f"if ({valid}) " if valid else ""
+        self.emit(d, "#pragma unroll")
+        self.emit(d, f"for (int s = 0; s < {slots}; ++s) {cond}{sc}[({ex['row']}) * {cols} + ({ex['col']})] = ts_f32({f}.r[s]);")
+
+    def op_reduce(self, op: Op, d: int) -> None:
+        x = op.args[0]
+        if x.dtype != "f32":
+            raise CodegenError(f"reduce on {x.dtype} fragments is not emitted yet (f32 only)")
+        f, fx = self.frag(op.out), self.frag(x)
+        rows, cols, sc = self._scratch(x.layout)
+        comb = {"sum": "a + b", "max": "TS_FMAXF(a, b)", "min": "TS_FMINF(a, b)"}[op.attr("op")]
+        along_col = op.attr("axis") == "col"
+        self.emit(d, "{")
+        self._to_scratch(fx, x.layout, sc, cols, d + 1)
+        self.emit(d + 1, "TS_WAVE_SYNC();")
+        ex, valid = self.slot_exprs(x.layout, d + 1)
+        n, idx = (cols, f"r * {cols} + t") if along_col else (rows, f"t * {cols} + c")
+        slots = dict(x.layout.in_dims)["slot"]
+        for slot in range(slots):  # unrolled here: a loop with an inner loop keeps f.r[s] dynamic (scratch)
+            self.emit(d + 1, f"{{ const int s = {slot};")
+            self.emit(d + 2, f"const int r = {ex['row']}, c = {ex['col']}; (void)r; (void)c;")
+            self.emit(d + 2, f"float a = {sc}[{idx.replace('t', '0')}];")
+            self.emit(d + 2, f"for (int t = 1; t < {n}; ++t) {{ const float b = {sc}[{idx}]; a = {comb}; }}")
+            self.emit(d + 2, f"{f}.r[s] = ts_bits(a); }}")
+        self.emit(d + 1, "TS_WAVE_SYNC();")
+        self.emit(d, "}")
+
+    def op_convert(self, op: Op, d: int) -> None:
+        x = op.args[0]
+        if dtype(x.dtype).reg_bits != 32:
+            raise CodegenError(f"convert of {x.dtype} fragments is not emitted yet (32-bit elements only)")
+        f, fx = self.frag(op.out), self.frag(x)
+        rows, cols, sc = self._scratch(x.layout)
+        self.emit(d, "{")
+        self._to_scratch(fx, x.layout, sc, cols, d + 1)
+        self.emit(d + 1, "TS_WAVE_SYNC();")
+        ex, valid = self.slot_exprs(op.out.layout, d + 1)
+        slots = dict(op.out.layout.in_dims)["slot"]
+        self.emit(d + 1, "#pragma unroll")
+        self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {f}.r[s] = ts_bits({sc}[({ex['row']}) * {cols} + ({ex['col']})]);")
+        self.emit(d + 1, "TS_WAVE_SYNC();")
+        self.emit(d, "}")
+
+    # ------------------------------------------------------------------ control
+    def op_loop(self, op: Op, d: int) -> None:
+        i = f"s{op.out.id}"
+        self.decls[i] = f"int {i};"
+        a, b, c = (self.sref(x) for x in op.args)
+        self.emit(d, f"for ({i} = {a}; {i} < {b}; {i} += {c}) {{")
+        self.block(op.attr("body"), d + 1)
+        for init, nxt in op.attr("carried"):
+            name = "f" if init.kind == "frag" else "s"
+            self.emit(d + 1, f"{name}{init.id} = {name}{nxt.id};  // loop-carried")
+        self.emit(d, "}")
+        for init, nxt in op.attr("carried"):  # zero iterations: the body's value is the initial one
+            name = "f" if init.kind == "frag" else "s"
+            self.emit(d, f"if (!({a} < {b})) {name}{nxt.id} = {name}{init.id};")
+
+    def op_branch(self, op: Op, d: int) -> None:
+        self.emit(d, f"if ({self.sref(op.args[0])} != 0) {{")
+        self.block(op.attr("body"), d + 1)
+        self.emit(d, "}")
+
+
+def _immediates(row: MatrixInstruction, args: tuple[str, ...], mods: dict[str, int]) -> list[int]:
+    """Values of the builtin's immediate arguments, in order, from the op's modifiers."""
+    imms = [t for t in args if t.startswith("imm:")]
+    neg = mods.get("neg", 0)
+    if row.kind in ("mfma", "smfmac"):
+        named = [mods.get("cbsz", 0), mods.get("abid", 0), mods.get("blgp", 0)]
+        if row.mnemonic.startswith("v_mfma_scale") or len(imms) > 3:
+            named = [mods.get("cbsz", 0), mods.get("blgp", 0)] + [0] * (len(imms) - 2)
+        return named[: len(imms)]
+    sig = row.modifier("neg")
+    if sig is not None and sig.kind == "signedness":  # (a_sign, A, b_sign, B, C, clamp)
+        return [neg & 1, (neg >> 1) & 1] + [0] * (len(imms) - 2)
+    if row.modifier("opsel") is not None and row.modifier("opsel").kind == "half_select":
+        return [1 if mods.get("opsel", 0) & 4 else 0] * len(imms)
+    if any(mods.get(k) for k in ("neg", "neg_hi", "opsel", "cbsz", "abid", "blgp")):
+        raise CodegenError(f"modifiers {mods} on {row.mnemonic} are not emitted yet")
+    return [0] * len(imms)
+
+
+def emit_hip(prog: Program) -> Emitted:
+    """HIP (AMD) or CUDA (NVIDIA) C++ source of a program, ready for the offline compiler or NVRTC."""
+    if not isinstance(prog, Program):
+        raise CodegenError(f"emit_hip() takes a specialised Program, got {type(prog).__name__}")
+    g = _Gen(prog)
+    g.block(prog.body, 1)
+    name = _ident(prog.name)
+    params = []
+    for tp in prog.tensors:
+        bits = dtype(tp.dtype).reg_bits
+        if bits not in _UINT:
+            raise CodegenError(f"tensor {tp.name}: {tp.dtype} ({bits}-bit) elements are not emitted yet")
+        params.append(f"{'' if tp.output else 'const '}{_UINT[bits]}* __restrict__ {_ident(tp.name)}")
+    structs = [f"struct ts_r{n} {{ ts_u32 r[{n}]; }};" for n in sorted(g.structs)]
+    vecs = sorted(g.vectors)
+    scratch = getattr(g, "scratch", 0) * prog.waves_per_workgroup
+    total = g.lds_top + scratch
+    if total > g.t.lds_bytes:
+        raise CodegenError(f"LDS {total} bytes (program {g.lds_top} + reduce/convert scratch {scratch}) exceeds "
+                           f"{g.t.name}'s {g.t.lds_bytes}")
+    lds = ([f"  TS_SHARED __attribute__((aligned(16))) ts_u8 ts_lds[{total}];"] if total else [])
+    lds += [f"  enum {{ TS_SCRATCH = {g.lds_top} }};"] if scratch else []
+    head = [
+        f"// generated by tilesim from kernel {prog.name!r}: target {prog.target}, wave{prog.wave_size}, "
+        f"{prog.waves_per_workgroup} wave(s)/workgroup, grid {prog.grid}",
+        f"// sizes: {', '.join(f'{k}={v}' for k, v in prog.sizes)}",
+        _PRELUDE.rstrip(),
+        *(["#if TS_AMD", *vecs, "#endif"] if vecs else []),
+        *structs,
+        "",
+        # the real workgroup size: without it clang assumes 1024 threads and caps VGPRs (spills)
+        f'extern "C" __attribute__((global)) TS_BOUNDS({prog.waves_per_workgroup * prog.wave_size}) '
+        f'void {name}({", ".join(params)}) {{',
+        f"  const int lane = TS_TID() % {prog.wave_size}, wave = TS_TID() / {prog.wave_size};",
+        "  (void)lane; (void)wave;",
+        *lds,
+        *[f"  {d}" for d in sorted(g.decls.values(), key=lambda s: (s[0] != "i", int(re.findall(r'[fs](\d+)', s)[0])))],
+    ]
+    src = "\n".join(head + g.lines + ["}", ""])
+    grid = tuple(prog.grid) + (1,) * (3 - len(prog.grid))
+    return Emitted(prog, src, name, grid[:3], (prog.waves_per_workgroup * prog.wave_size, 1, 1),  # type: ignore[arg-type]
+                   tuple(_ident(t.name) for t in prog.tensors), total, tuple(dict.fromkeys(g.builtins)))

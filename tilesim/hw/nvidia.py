@@ -1,0 +1,66 @@
+"""NVIDIA device runner: NVRTC compile (through CuPy) of the emitted source, launch, copy back.
+
+Tensors travel as raw element bits (the emitted kernel moves bits, as the simulator does), so a
+device result is compared bit for bit with what the simulator stored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilesim.codegen.hip import Emitted
+from tilesim.errors import DeviceError
+from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.numerics import quantize
+
+__all__ = ["cuda_device", "run_nvidia"]
+
+_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def cuda_device() -> tuple[int | None, str]:
+    """(compute capability as an int like 90, description) or (None, why there is none)."""
+    try:
+        import cupy as cp
+    except ImportError:
+        return None, "no CUDA runtime: CuPy is not installed (pip install cupy-cuda12x or cupy-cuda13x)"
+    try:
+        n = cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver
+        return None, f"no CUDA driver or device: {e}"
+    if n < 1:
+        return None, "no CUDA device"
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return int(props["major"]) * 10 + int(props["minor"]), name
+
+
+def run_nvidia(emitted: Emitted, arrays: dict[str, np.ndarray], timeout_s: float = 60.0) -> dict[str, np.ndarray]:
+    """Compile with NVRTC, launch on device 0, return output tensors as values (float64/int64)."""
+    cc, desc = cuda_device()
+    if cc is None:
+        raise DeviceError(desc)
+    import cupy as cp
+
+    prog = emitted.program
+    want = int(prog.target.split("_")[1])
+    if cc < want:
+        raise DeviceError(f"{prog.target} program, but the device ({desc}) is sm_{cc}")
+    try:
+        mod = cp.RawModule(code=emitted.source, options=("-std=c++17",), name_expressions=None)
+        fn = mod.get_function(emitted.kernel)
+    except Exception as e:
+        raise DeviceError(f"NVRTC failed to compile {emitted.kernel}: {str(e).splitlines()[0][:300]}") from None
+    bufs = []
+    for tp in prog.tensors:
+        bits = dtype(tp.dtype).reg_bits
+        host = (encode(quantize(arrays[tp.name], tp.dtype), tp.dtype) if tp.name in arrays
+                else np.zeros(tp.shape, np.uint64))
+        bufs.append(cp.asarray(np.ascontiguousarray(host.astype(_UNSIGNED[bits]))))
+    try:
+        fn(emitted.grid, emitted.block, tuple(bufs))
+        cp.cuda.Device(0).synchronize()
+    except Exception as e:
+        raise DeviceError(f"launch of {emitted.kernel} failed: {e}") from None
+    return {tp.name: decode(cp.asnumpy(b).astype(np.uint64), tp.dtype)
+            for tp, b in zip(prog.tensors, bufs) if tp.output}
