@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--seed", type=int, default=0)
     rn.add_argument("--format", choices=("text", "json"), default="text")
 
+    dv = sub.add_parser("devices", help="which GPUs tilesim can run on here, and why not when none")
+    dv.add_argument("--format", choices=("text", "json"), default="text")
+
     d = sub.add_parser("demo", help="a short tour: a target, an instruction, layouts on CDNA and RDNA")
     d.add_argument("--format", choices=("text", "json"), default="text")
     return p
@@ -344,6 +347,21 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     return "\n\n".join(str(v) for v in verdicts), code
 
 
+def _cmd_devices(args: argparse.Namespace) -> str:
+    from tilesim.hw.amd import amd_device
+    from tilesim.hw.nvidia import cuda_device
+
+    cc, nv = cuda_device()
+    ok, amd = amd_device()
+    doc = {"nvidia": {"usable": cc is not None, "compute_capability": cc, "detail": nv},
+           "amd": {"usable": ok, "detail": amd}}
+    if args.format == "json":
+        return json.dumps(doc, indent=1)
+    return "\n".join([f"NVIDIA: {'sm_%d, ' % cc + nv if cc is not None else 'none — ' + nv}",
+                      f"AMD:    {amd if ok else 'none — ' + amd}",
+                      "Without a device, `tilesim run` compiles (AMD, offline) or simulates, and says so."])
+
+
 def _cmd_demo(args: argparse.Namespace) -> str:
     from tilesim.demo import tour
 
@@ -361,6 +379,7 @@ _COMMANDS = {
     "emit": _cmd_emit,
     "compile": _cmd_compile,
     "run": _cmd_run,
+    "devices": _cmd_devices,
 }
 
 

@@ -10,6 +10,8 @@ Toolchains are always called with argument lists, never through a shell.
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -18,11 +20,12 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tilesim.errors import ToolchainError
 from tilesim.hw.targets import get_target
 
-__all__ = ["Compiled", "clang_command", "compile_hip", "isa_mnemonics"]
+__all__ = ["Compiled", "clang_command", "compile_hip", "isa_mnemonics", "cache_dir"]
 
 
 @dataclass(frozen=True)
@@ -75,9 +78,63 @@ def isa_mnemonics(isa: str, prefix: tuple[str, ...]) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^\s*((?:%s)\w*)\s" % "|".join(map(re.escape, prefix)), isa, re.M)]
 
 
+def cache_dir() -> Path | None:
+    """Where compiled ISA is cached (``TILESIM_CACHE``, else ~/.cache/tilesim); None when
+    ``TILESIM_NO_CACHE`` is set."""
+    if os.environ.get("TILESIM_NO_CACHE"):
+        return None
+    base = os.environ.get("TILESIM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tilesim")
+    return Path(base)
+
+
+@functools.lru_cache(maxsize=1)
+def _compiler_id() -> str:
+    cmd = clang_command()
+    if cmd[-2:] == ("ziglang", "clang"):
+        return "ziglang-" + importlib.metadata.version("ziglang")
+    try:
+        return subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+    except Exception:
+        return " ".join(cmd)
+
+
+def _cache_get(key: str) -> str | None:
+    d = cache_dir()
+    if d is None:
+        return None
+    path = d / key[:2] / f"{key}.s"
+    try:
+        head, _, body = path.read_text().partition("\n")
+    except OSError:
+        return None
+    if head != "; tilesim-cache sha256=" + hashlib.sha256(body.encode()).hexdigest():
+        path.unlink(missing_ok=True)  # corrupted or truncated: never trusted, rebuilt
+        return None
+    return body
+
+
+def _cache_put(key: str, isa: str) -> None:
+    d = cache_dir()
+    if d is None:
+        return
+    folder = d / key[:2]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            f.write("; tilesim-cache sha256=" + hashlib.sha256(isa.encode()).hexdigest() + "\n" + isa)
+        os.replace(tmp, folder / f"{key}.s")  # atomic: readers see the old entry or the whole new one
+    except OSError:
+        pass  # a read-only or full cache never fails a compile
+
+
 def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: str = "-O3",
                 timeout: float = 120.0, extra_args: tuple[str, ...] = ()) -> Compiled:
-    """Compile device-only HIP for an AMD target and return the ISA text and its metadata."""
+    """Compile device-only HIP for an AMD target and return the ISA text and its metadata.
+
+    Results are cached by content (compiler, target, flags and source); see :func:`cache_dir`.
+    """
     t = get_target(target)
     if t.vendor != "amd":
         raise ToolchainError(f"{t.name} is not an AMD target; the offline AMDGPU compiler cannot build for it")
@@ -85,6 +142,10 @@ def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: 
             "--cuda-device-only", opt, *extra_args, "-S", "-o", "-", "-"]
     if wave_size is not None and wave_size != t.default_wave:
         args[-4:-4] = ["-Xclang", "-target-feature", "-Xclang", f"+wavefrontsize{wave_size}"]
+    key = hashlib.sha256("\0".join([_compiler_id(), *args[len(clang_command()):], source]).encode()).hexdigest()
+    cached = _cache_get(key)
+    if cached is not None:
+        return Compiled(t.name, cached, _metadata(cached))
     with tempfile.TemporaryDirectory(prefix="tilesim-cc-") as tmp:
         try:
             proc = subprocess.run(args, input=source, capture_output=True, text=True, timeout=timeout, cwd=tmp)
@@ -95,4 +156,5 @@ def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: 
     if proc.returncode != 0:
         first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip()[:300])
         raise ToolchainError(f"clang failed for {t.name}: {first}")
+    _cache_put(key, proc.stdout)
     return Compiled(t.name, proc.stdout, _metadata(proc.stdout))

@@ -86,6 +86,9 @@ class SimResult:
     # output tensor -> int64[rows, cols, 6]: (workgroup, wave, lane, vgpr, bit_lo, store value id) of the
     # last store that wrote each element; -1 where nothing was written
     provenance: dict[str, np.ndarray] = field(default_factory=dict)
+    # output tensor -> int64[rows, cols]: how many distinct (workgroup, wave, store op) wrote each element
+    # (replicated lanes of one store count once)
+    write_counts: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -97,6 +100,7 @@ class _Sim:
         self.exact = exact
         self.trace: dict[int, list[np.ndarray]] = {int(t): [] for t in trace}
         self.prov: dict[str, np.ndarray] = {}
+        self.writes: dict[str, np.ndarray] = {}
         self.t = get_target(prog.target)
         self.nwg, self.W, self.L = prog.workgroups, prog.waves_per_workgroup, prog.wave_size
         self.G = self.nwg * self.W
@@ -220,6 +224,10 @@ class _Sim:
         vals = quantize(vals, out_t)
         w = ok & self.active[:, None]
         self.tensors[name][r[w], q[w]] = vals[w]
+        counts = self.writes.setdefault(name, np.zeros(self.tensors[name].shape, np.int64))
+        gw, iw = np.nonzero(w)
+        key = np.unique(np.stack([gw, r[w], q[w]], 1), axis=0)  # one write per (wave, element) per store op
+        np.add.at(counts, (key[:, 1], key[:, 2]), 1)
         prov = self.prov.setdefault(name, np.full((*self.tensors[name].shape, 6), -1, np.int64))
         g = np.nonzero(w)[0]
         rec = c.rec[np.nonzero(w)[1]]
@@ -496,4 +504,4 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
         if tp.output:
             outs[tp.name] = decode(encode(sim.tensors[tp.name], tp.dtype), tp.dtype).astype(dtype(tp.dtype).np)
     regs = {vid: r.reshape(sim.nwg, sim.W, *r.shape[1:]) for vid, r in sim.regs.items()}
-    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace, sim.prov)
+    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace, sim.prov, sim.writes)
