@@ -52,3 +52,18 @@ def test_planted_accumulator_bug_mismatches_with_the_lane_named():
     assert "reference" in v.reason  # the device agrees with the simulator; both differ from the intent
     assert v.device_vs_sim["C"] <= 1e-5
     assert "lane 5," in v.blame[0] and "lanes 5 only" in v.pattern
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("which,lane_text", [("c_rows_lane5", "lane 5,"), ("a_lane_off", "A lanes 8-11"),
+                                             ("b_vgpr_swap", "B lanes")])
+def test_each_planted_bug_in_examples_mismatches_on_the_gpu(which, lane_text):
+    from examples import gemm_planted
+
+    _device_or_skip()
+    (p,) = [q for q in gemm_planted.programs() if q.name == f"gemm_{which}"]
+    arrays = gemm_planted.inputs(p)
+    v = run(p, reference=gemm_planted.reference(**arrays), **arrays)
+    assert v.status == "MISMATCH", str(v)
+    assert v.device_vs_sim["C"] <= 1e-5  # the simulator predicted the hardware's wrong answer
+    assert any(lane_text in b for b in v.blame), v.blame
