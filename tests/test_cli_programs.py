@@ -46,3 +46,18 @@ def test_program_command_errors_are_one_line(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("tilesim: error:") and needle in err[0]
+
+
+def test_layout_pictures_and_gallery(tmp_path, capsys):
+    assert main(["layout", "--arch", "gfx1100", "--instr", "v_wmma_f32_16x16x16_f16", "--operand", "A",
+                 "--format", "svg"]) == 0
+    assert capsys.readouterr().out.startswith("<svg")
+    out = tmp_path / "cmp.svg"
+    assert main(["layout", "--arch", "gfx1100", "--instr", "v_wmma_f32_16x16x16_f16", "--operand", "D",
+                 "--format", "svg", "--compare", "gfx1201", "--out", str(out)]) == 0
+    assert "224 of 256 elements differ" in out.read_text()
+    assert main(["gallery", str(tmp_path / "g"), "--family", "sm80"]) == 0
+    assert (tmp_path / "g" / "index.html").exists()
+    assert main(["layout", "--arch", "gfx1100", "--instr", "v_wmma_f32_16x16x16_f16", "--operand", "A",
+                 "--format", "png"]) == 2
+    assert "--out" in capsys.readouterr().err

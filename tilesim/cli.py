@@ -80,8 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("cbsz", "A broadcast size (CDNA)"), ("abid", "A broadcast block id (CDNA)"),
                        ("blgp", "B lane group pattern (CDNA)"), ("opsel", "raw 3-bit OPSEL field (RDNA3)")):
         lay.add_argument(f"--{name}", type=int, default=0, help=text)
-    lay.add_argument("--format", choices=("table", "csv", "markdown", "json"), default="table")
+    lay.add_argument("--format", choices=("table", "csv", "markdown", "json", "svg", "png"), default="table")
     lay.add_argument("--view", choices=("matrix", "registers"), default="matrix")
+    lay.add_argument("--out", default=None, help="file for --format svg/png (svg prints to stdout without it)")
+    lay.add_argument("--compare", default=None, metavar="ARCH",
+                     help="picture the same instruction's operand on another target beside this one (svg/png)")
 
     ck = sub.add_parser("check", help="verify tile programs (operand layouts, replication, targets, budgets)",
                         description="FILE is a program JSON (Program.to_json()) or a Python file whose "
@@ -120,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--device", choices=("auto", "none"), default="auto")
     rn.add_argument("--seed", type=int, default=0)
     rn.add_argument("--format", choices=("text", "json"), default="text")
+
+    gl = sub.add_parser("gallery", help="write a static HTML gallery of every instruction's layouts")
+    gl.add_argument("outdir")
+    gl.add_argument("--family", action="append", default=None, help="only these families (repeatable), e.g. rdna3")
 
     dv = sub.add_parser("devices", help="which GPUs tilesim can run on here, and why not when none")
     dv.add_argument("--format", choices=("text", "json"), default="text")
@@ -190,6 +197,27 @@ def _cmd_layout(args: argparse.Namespace) -> str:
     row = lookup(args.instr, args.arch)
     lay = row.layout(args.operand, wave_size=args.wave, cbsz=args.cbsz, abid=args.abid, blgp=args.blgp,
                      opsel=args.opsel)
+    if args.format in ("svg", "png"):
+        from pathlib import Path
+
+        from tilesim.errors import TilesimError
+        from tilesim.layouts.pictures import png, svg, svg_compare
+
+        title = f"{row.mnemonic} {args.operand.upper()} on {args.arch} (wave{args.wave or row.wave_sizes[0]})"
+        if args.compare:
+            other = lookup(args.instr, args.compare).layout(args.operand, wave_size=args.wave)
+            text = svg_compare(lay, other, f"{args.arch}", f"{args.compare}")
+        else:
+            text = svg(lay, title)
+        if args.format == "png":
+            if not args.out:
+                raise TilesimError("--format png needs --out FILE")
+            png(text, args.out)
+            return f"wrote {args.out}"
+        if args.out:
+            Path(args.out).write_text(text)
+            return f"wrote {args.out}"
+        return text
     if args.view == "registers" and args.format in ("table", "markdown"):
         return render_registers(lay, args.format)
     from tilesim.hw.targets import get_target
@@ -347,6 +375,19 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     return "\n\n".join(str(v) for v in verdicts), code
 
 
+def _cmd_gallery(args: argparse.Namespace) -> str:
+    from tilesim.errors import TilesimError
+    from tilesim.gallery import build_gallery
+    from tilesim.matrix.catalog import rows
+
+    fams = sorted({r.family for r in rows()})
+    bad = [f for f in (args.family or []) if f not in fams]
+    if bad:
+        raise TilesimError(f"unknown family {bad[0]!r}; families: {', '.join(fams)}")
+    pages = build_gallery(args.outdir, args.family)
+    return f"wrote {len(pages)} pages to {args.outdir} (open {pages[0]})"
+
+
 def _cmd_devices(args: argparse.Namespace) -> str:
     from tilesim.hw.amd import amd_device
     from tilesim.hw.nvidia import cuda_device
@@ -380,6 +421,7 @@ _COMMANDS = {
     "compile": _cmd_compile,
     "run": _cmd_run,
     "devices": _cmd_devices,
+    "gallery": _cmd_gallery,
 }
 
 
