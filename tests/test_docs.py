@@ -1,4 +1,4 @@
-"""Docs execute: every ```python block of README.md and docs/guide.md runs (in order, one
+"""Docs execute: every ```python block of README.md and the docs pages listed in DOCS runs (in order, one
 namespace per file) and every `$ tilesim ...` console line exits 0."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from tilesim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "docs" / "guide.md"]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "guide.md", ROOT / "docs" / "testing.md", ROOT / "docs" / "getting-started.md"]
 
 
 def _blocks(path: Path, lang: str) -> list[str]:

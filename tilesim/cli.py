@@ -238,9 +238,15 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
     p = Path(path)
     if not p.exists():
         raise TilesimError(f"no such file: {path}")
+    if not p.is_file():
+        raise TilesimError(f"{path} is not a file")
     module = None
     if p.suffix == ".json":
-        progs = [Program.from_json(p.read_text())]
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise TilesimError(f"cannot read {path}: {e}") from None
+        progs = [Program.from_json(text)]
     elif p.suffix == ".py":
         spec = importlib.util.spec_from_file_location(f"tilesim_user_{p.stem}", p)
         if spec is None or spec.loader is None:
@@ -249,11 +255,18 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
         sys.path.insert(0, str(p.resolve().parent.parent))
         try:
             spec.loader.exec_module(module)
+            if not hasattr(module, "programs"):
+                raise TilesimError(f"{path} has no programs() function returning specialised programs")
+            progs = list(module.programs())
+        except TilesimError:
+            raise
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module: one line, no traceback
+            raise TilesimError(f"{path}: {type(e).__name__}: {e}") from None
         finally:
             sys.path.pop(0)
-        if not hasattr(module, "programs"):
-            raise TilesimError(f"{path} has no programs() function returning specialised programs")
-        progs = list(module.programs())
+        bad = [x for x in progs if not isinstance(x, Program)]
+        if bad:
+            raise TilesimError(f"{path}: programs() must return specialised programs, got {bad[0]!r}"[:300])
     else:
         raise TilesimError(f"{path}: expected a .py file with programs() or a program .json")
     if target:
@@ -265,6 +278,16 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
         if not progs:
             raise TilesimError(f"{path} has no program for {name}; its targets: {', '.join(have)}")
     return progs, module
+
+
+def _user(module: object, fn: str, path: str, *args: object, **kwargs: object) -> object:
+    """Call the user's ``module.fn``; its own exceptions become one-line errors, not tracebacks."""
+    try:
+        return getattr(module, fn)(*args, **kwargs)
+    except TilesimError:
+        raise
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: one line, no traceback
+        raise TilesimError(f"{path}: {fn}() raised {type(e).__name__}: {e}") from None
 
 
 def _cmd_check(args: argparse.Namespace) -> tuple[str, int]:
@@ -291,7 +314,7 @@ def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     out, docs = [], []
     for prog in progs:
         if module is not None and hasattr(module, "inputs"):
-            arrays = module.inputs(prog, seed=args.seed)
+            arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
         else:
             rng = np.random.default_rng(args.seed)
             arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np)
@@ -299,7 +322,7 @@ def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
         res = simulate(prog, **arrays)
         errs = {}
         if module is not None and hasattr(module, "reference"):
-            ref = module.reference(**arrays)
+            ref = _user(module, "reference", args.file, **arrays)
             errs = {k: float(np.nanmax(np.abs(np.asarray(res.outputs[k], np.float64) - ref[k]))) for k in ref}
         doc = {"program": prog.name, "target": prog.target, "max_abs_error_vs_reference": errs,
                "report": res.report.summary()}
@@ -362,12 +385,13 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     verdicts = []
     for prog in progs:
         if module is not None and hasattr(module, "inputs"):
-            arrays = module.inputs(prog, seed=args.seed)
+            arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
         else:
             rng = np.random.default_rng(args.seed)
             arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np) for t in prog.tensors
                       if not t.output}
-        ref = module.reference(**arrays) if module is not None and hasattr(module, "reference") else None
+        ref = _user(module, "reference", args.file, **arrays) if module is not None and hasattr(module, "reference") \
+            else None
         verdicts.append(run(prog, device=args.device, reference=ref, **arrays))
     code = 1 if any(v.status == "MISMATCH" for v in verdicts) else 0
     if args.format == "json":
@@ -436,8 +460,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = 0
         if isinstance(out, tuple):
             out, code = out
-    except (TilesimError, _UsageError) as e:
-        print("tilesim: error: " + str(e).replace("\n", " "), file=sys.stderr)
+    except (TilesimError, _UsageError, OSError) as e:  # OSError: an --out/OUTDIR that cannot be written
+        print("tilesim: error: " + str(e).replace("\r", " ").replace("\n", " "), file=sys.stderr)
         return 2
     try:
         print(out)

@@ -271,7 +271,7 @@ def get_target(name: str | Target) -> Target:
 
 def has(target: str | Target, feature: str) -> bool:
     """True when ``target`` has ``feature`` (one of :data:`FEATURES`)."""
-    if feature not in FEATURES:
+    if not isinstance(feature, str) or feature not in FEATURES:
         raise TargetError(f"unknown feature {feature!r}; known features: {choices(sorted(FEATURES))}")
     return feature in get_target(target).features
 

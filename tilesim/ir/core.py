@@ -179,16 +179,20 @@ class Program:
     def from_json(text: str) -> Program:
         try:
             d = json.loads(text)
+            if not isinstance(d, dict):
+                raise VerifyError(f"not a tilesim program (a JSON {type(d).__name__})")
             if d.get("format") != "tilesim.program/1":
-                raise VerifyError(f"not a tilesim program (format {d.get('format')!r})")
+                raise VerifyError(f"not a tilesim program (format {d.get('format')!r})"[:300])
             values: dict[int, Value] = {}
-            return Program(d["name"], d["target"], d["wave_size"], d["waves_per_workgroup"], tuple(d["grid"]),
+            prog = Program(d["name"], d["target"], d["wave_size"], d["waves_per_workgroup"], tuple(d["grid"]),
                            tuple(TensorParam(n, dt, tuple(dims), tuple(sh), bool(o)) for n, dt, dims, sh, o in d["tensors"]),
                            tuple((k, v) for k, v in d["sizes"]), _block_from(d["body"], values))
+            _validate(prog)
+            return prog
         except VerifyError:
             raise
-        except (ValueError, KeyError, TypeError, IndexError) as e:
-            raise VerifyError(f"malformed program JSON: {e!r}") from None
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError) as e:
+            raise VerifyError(f"malformed program JSON: {e!r}"[:300].replace("\n", " ")) from None
 
 
 def _fmt_arg(a: Any) -> str:
@@ -296,3 +300,91 @@ def _block_from(ops: list[Any], values: dict[int, Value]) -> Block:
                 attrs.append((k, _arg_from(v, values)))
         out.append(Op(o["kind"], out_v, args, tuple(attrs)))
     return Block(tuple(out))
+
+
+# What each op kind takes and gives, for programs that did not come from the DSL (JSON): "frag",
+# "lds", "int" (a scalar value or a Python int), "any"; the result kind, or None.
+_SIGNATURES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "const": ((), "scalar"), "tile_id": ((), "scalar"), "wave_id": ((), "scalar"), "binop": (("int", "int"), "scalar"),
+    "zeros": ((), "frag"), "load": (("int", "int"), "frag"), "store": (("frag", "int", "int"), None),
+    "lds_alloc": ((), "lds"), "lds_store": (("lds", "frag", "int", "int"), None), "lds_load": (("lds", "int", "int"), "frag"),
+    "barrier": ((), None), "mma": (("frag", "frag", "frag"), "frag"), "elementwise": (("frag", "any"), "frag"),
+    "cast": (("frag",), "frag"), "convert": (("frag",), "frag"), "shuffle": (("frag",), "frag"),
+    "reduce": (("frag",), "frag"), "loop": (("int", "int", "int"), "scalar"), "branch": (("int",), None),
+}
+
+
+def _validate(prog: Program) -> None:
+    """Structural checks on a deserialised program, so check/simulate meet only well-formed IR."""
+    from tilesim.matrix.dtypes import dtype
+
+    def positive(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+    if not isinstance(prog.name, str) or not isinstance(prog.target, str):
+        raise VerifyError("program name and target must be strings")
+    if not positive(prog.wave_size) or not positive(prog.waves_per_workgroup) or not prog.grid \
+            or not all(positive(g) for g in prog.grid):
+        raise VerifyError(f"wave size, waves per workgroup and grid must be positive integers; got "
+                          f"{prog.wave_size!r}, {prog.waves_per_workgroup!r}, {prog.grid!r}"[:300])
+    names = set()
+    for t in prog.tensors:
+        if not isinstance(t.name, str) or len(t.shape) != 2 or len(t.dims) != 2 or not all(positive(x) for x in t.shape):
+            raise VerifyError(f"tensor {t.name!r}: 2-D with positive sizes needed, got shape {t.shape!r}"[:300])
+        dtype(t.dtype)
+        names.add(t.name)
+
+    def value_ok(v: Any, kind: str) -> bool:
+        if kind == "any":
+            return isinstance(v, (int, float)) and not isinstance(v, bool) or v is None or isinstance(v, Value)
+        if kind == "int":
+            return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, Value) and v.kind == "scalar")
+        return isinstance(v, Value) and v.kind == kind
+
+    def check_value(v: Value) -> None:
+        if not isinstance(v.id, int) or v.kind not in ("scalar", "frag", "lds", "none"):
+            raise VerifyError(f"value {v.id!r}: kind {v.kind!r} is not scalar/frag/lds/none"[:300])
+        if v.kind == "frag":
+            lay = v.layout
+            if not isinstance(v.dtype, str) or lay is None or set(lay.in_names) != {"lane", "slot"} \
+                    or not {"row", "col"} <= set(lay.out_names) or lay.elem_bits is None:
+                raise VerifyError(f"fragment %{v.id} needs a dtype and a (lane, slot) -> (row, col) layout with elem_bits")
+            dtype(v.dtype)
+            if dict(lay.in_dims)["lane"] != prog.wave_size:
+                raise VerifyError(f"fragment %{v.id} has {dict(lay.in_dims)['lane']} lanes; the program runs "
+                                  f"wave{prog.wave_size}")
+        if v.kind == "lds":
+            lds = v.lds
+            if not isinstance(v.dtype, str) or lds is None or not all(
+                    positive(x) for x in (lds.rows, lds.cols, lds.elem_bytes, lds.vec, lds.per_phase, lds.max_phase)) \
+                    or not isinstance(lds.pad, int) or lds.pad < 0:
+                raise VerifyError(f"LDS buffer %{v.id} needs a dtype and positive sizes")
+            dtype(v.dtype)
+
+    def visit(b: Any) -> None:
+        if not isinstance(b, Block):
+            raise VerifyError("a loop or branch body is not a block")
+        for op in b.ops:
+            ins, out = _SIGNATURES[op.kind]
+            if len(op.args) != len(ins) or not all(value_ok(a, k) for a, k in zip(op.args, ins)):
+                raise VerifyError(f"{op.kind} op takes ({', '.join(ins)}), got {len(op.args)} argument(s) "
+                                  f"{[a.short() if isinstance(a, Value) else a for a in op.args]}"[:300])
+            if (out is None and op.out is not None and op.out.kind != "none") or (out is not None and (
+                    op.out is None or op.out.kind != out)):
+                raise VerifyError(f"{op.kind} op must define a {out or 'no'} value")
+            for v in (op.out, *[a for a in op.args if isinstance(a, Value)]):
+                if v is not None:
+                    check_value(v)
+            if op.kind in ("load", "store") and op.attr("tensor") not in names:
+                raise VerifyError(f"{op.kind} of unknown tensor {op.attr('tensor')!r}; tensors: {sorted(names)}"[:300])
+            if op.kind == "mma" and not isinstance(op.attr("instr"), str):
+                raise VerifyError(f"mma instruction must be a mnemonic, got {op.attr('instr')!r}"[:300])
+            if op.kind in ("loop", "branch"):
+                visit(op.attr("body"))
+            if op.kind == "loop":
+                carried = op.attr("carried") or ()
+                if not all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, Value) for x in p)
+                           and p[0].kind == p[1].kind for p in carried):
+                    raise VerifyError("loop-carried values must be (init, next) pairs of one kind")
+
+    visit(prog.body)

@@ -477,7 +477,12 @@ class _Range:
                 v_before = self.before.get(name)
                 if (isinstance(v_after, (Frag, Scalar)) and isinstance(v_before, type(v_after))
                         and v_after.value.id > self.first_id and v_before.value.id <= self.first_id):
-                    carried.append((v_before.value, v_after.value))
+                    b, a = v_before.value, v_after.value
+                    if b.kind == "frag" and (b.dtype != a.dtype or b.layout.registers_per_lane() != a.layout.registers_per_lane()):
+                        raise VerifyError(f"loop-carried {name!r} changes from {b.dtype} ({b.layout.registers_per_lane()} "
+                                          f"VGPRs) to {a.dtype} ({a.layout.registers_per_lane()} VGPRs) in the loop body; "
+                                          "the next iteration would read the new bits as the old type — cast explicitly")
+                    carried.append((b, a))
             body = Block(tuple(t.stack.pop()))
             t.open_loops -= 1
             t.emit("loop", self.var, self.args, body=body, carried=tuple(carried))

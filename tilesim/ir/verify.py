@@ -71,8 +71,11 @@ def _where_text(loc: tuple[int, ...] | None, bits: int) -> str:
     return f"lane {lane}, VGPR {vgpr}" + (f", bits {lo}-{lo + bits - 1}" if bits < 32 else "")
 
 
-def compare_layouts(declared: Layout, hardware: Layout, operand: str) -> list[str]:
-    """Human-readable differences between a declared fragment layout and the hardware's; [] if equal."""
+def compare_layouts(declared: Layout, hardware: Layout, operand: str, *,
+                    verbs: tuple[str, str] = ("is declared at", "the instruction reads it from")) -> list[str]:
+    """Human-readable differences between a declared fragment layout and the hardware's; [] if equal.
+
+    ``operand`` is A, B, C or D (index names i, k, j) or any other label (row, col)."""
     dec = declared.with_elem_bits(hardware.elem_bits)
     if dec == hardware:
         return []
@@ -84,21 +87,24 @@ def compare_layouts(declared: Layout, hardware: Layout, operand: str) -> list[st
         d_set.setdefault(tuple(r[:3]), set()).add((int(r[4]), int(r[3]), int(r[5])))
     for r in h_rec:
         h_set.setdefault(tuple(r[:3]), set()).add((int(r[4]), int(r[3]), int(r[5])))
-    names = {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j")}[operand]
-    diffs = [e for e in sorted(h_set) if d_set.get(e, set()) != h_set[e]]
+    names = {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j")}.get(operand, ("row", "col"))
+    diffs = [e for e in sorted(set(h_set) | set(d_set)) if d_set.get(e, set()) != h_set.get(e, set())]
+    if not diffs:  # same element positions, different shape of the index space
+        return [(f"the declared layout {dict(dec.in_dims)} -> {dict(dec.out_dims)} is not the instruction's "
+                 f"{dict(hardware.in_dims)} -> {dict(hardware.out_dims)}")]
     out = []
     e = diffs[0]
-    dl, hl = sorted(d_set.get(e, set())), sorted(h_set[e])
-    out.append(f"{operand}[{e[1]}][{e[2]}] ({names[0]}={e[1]}, {names[1]}={e[2]}) is declared at "
-               f"{'; '.join(_where_text(x, bits) for x in dl) or 'nowhere'} but the instruction reads it from "
-               f"{'; '.join(_where_text(x, bits) for x in hl)}")
+    dl, hl = sorted(d_set.get(e, set())), sorted(h_set.get(e, set()))
+    out.append(f"{operand}[{e[1]}][{e[2]}] ({names[0]}={e[1]}, {names[1]}={e[2]}) {verbs[0]} "
+               f"{'; '.join(_where_text(x, bits) for x in dl) or 'nowhere'} but {verbs[1]} "
+               f"{'; '.join(_where_text(x, bits) for x in hl) or 'nowhere (the instruction has no such element)'}")
     out.append(f"{len(diffs)} of {len(h_set)} elements differ")
-    if all(d_set.get(x, set()) < h_set[x] for x in diffs):
-        missing = sorted({lane for x in diffs for (lane, _, _) in h_set[x] - d_set.get(x, set())})
+    if all(d_set.get(x, set()) < h_set.get(x, set()) for x in diffs):
+        missing = sorted({lane for x in diffs for (lane, _, _) in h_set.get(x, set()) - d_set.get(x, set())})
         out.append(f"pattern: replicas missing in lanes {_ranges(missing)} — the instruction needs every element "
                    "in each of its copies (RDNA3 keeps A/B in lanes i and i+16)")
         return out
-    lanes = sorted({lane for x in diffs for (lane, _, _) in h_set[x] | d_set.get(x, set())})
+    lanes = sorted({lane for x in diffs for (lane, _, _) in h_set.get(x, set()) | d_set.get(x, set())})
     # which logical element each hardware position holds, declared vs hardware
     if dec.is_function() and hardware.is_function() and dec.in_dims == hardware.in_dims:
         lane, slot = np.meshgrid(*(np.arange(sz) for _, sz in dec.in_dims), indexing="ij")
@@ -164,6 +170,8 @@ def check(prog: Program) -> CheckReport:
             lds += -(-op.out.lds.bytes // 16) * 16
         if op.kind == "mma":
             _check_mma(rep, op, prog, where)
+        if op.kind == "elementwise":
+            _check_elementwise(rep, op, where)
     rep.lds_bytes = lds
     if lds > t.lds_bytes:
         rep.findings.append(Finding("error", "program", f"LDS use {lds} bytes exceeds {t.name}'s {t.lds_bytes} bytes"))
@@ -176,6 +184,27 @@ def check(prog: Program) -> CheckReport:
     else:
         rep.occupancy = occupancy(t, rep.vgprs, prog.wave_size)
     return rep
+
+
+def _check_elementwise(rep: CheckReport, op: Op, where: str) -> None:
+    # The DSL refuses these when tracing; a program built or loaded another way (JSON) may not.
+    # Elementwise ops pair registers lane by lane and slot by slot, so both fragments must agree.
+    x, y = op.args[0], op.args[1] if len(op.args) > 1 else None
+    if not (isinstance(x, Value) and isinstance(y, Value) and x.kind == "frag" and y.kind == "frag"):
+        return
+    what = f"{where} {op.attr('op')} of %{x.id} and %{y.id}"
+    if x.dtype != y.dtype:
+        rep.findings.append(Finding("error", what, f"{x.dtype} and {y.dtype} fragments; cast one first"))
+        return
+    if x.layout is None or y.layout is None or x.layout.with_elem_bits(None) == y.layout.with_elem_bits(None):
+        return
+    try:
+        diff = compare_layouts(y.layout, x.layout.with_elem_bits(y.layout.elem_bits), "tile",
+                               verbs=(f"is in %{y.id} at", f"in %{x.id} at"))
+    except TilesimError:  # layouts without lane/slot -> row/col: say so without the element
+        diff = [f"%{y.id} has layout {y.layout!r}, %{x.id} has {x.layout!r}"]
+    rep.findings.append(Finding("error", what, "the two fragments have different layouts (convert one first): "
+                                + "; ".join(diff)))
 
 
 def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str) -> None:
@@ -191,7 +220,9 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str) -> None:
     mods = {k: v for k, v in (op.attr("modifiers") or ()) if k in ("cbsz", "abid", "blgp", "opsel")}
     perms = {}
     for name, v in zip("ABC", op.args):
-        assert isinstance(v, Value)
+        if not isinstance(v, Value) or v.kind != "frag" or v.layout is None:
+            rep.findings.append(Finding("error", f"{where} operand {name}", f"not a fragment: {v!r}"[:200]))
+            continue
         want_t = dtype(row.types["ABC".index(name)])
         if v.dtype and dtype(v.dtype).reg_bits != want_t.reg_bits:
             rep.findings.append(Finding("error", f"{where} operand {name}",

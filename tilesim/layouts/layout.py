@@ -60,19 +60,38 @@ class Location(NamedTuple):
 
 
 def _norm_dims(dims: Mapping[str, int] | Iterable[tuple[str, int]], what: str) -> Dims:
-    items = tuple(dims.items()) if isinstance(dims, Mapping) else tuple(tuple(d) for d in dims)
+    try:
+        items = tuple(dims.items()) if isinstance(dims, Mapping) else tuple(tuple(d) for d in dims)
+    except TypeError:
+        raise LayoutError(f"{what} dims must be a mapping or (name, size) pairs, got {dims!r}"[:300]) from None
+    if not items:
+        raise LayoutError(f"{what} dims are empty; a layout needs at least one named dim")
+    for item in items:
+        if len(item) != 2:
+            raise LayoutError(f"{what} dims must be (name, size) pairs, got {item!r}"[:300])
+    for name, size in items:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise LayoutError(f"{what} dim name must be an identifier, got {name!r}"[:300])
+        if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
+            raise LayoutError(f"{what} dim {name!r} must have a positive integer size, got {size!r}"[:300])
     names = [n for n, _ in items]
     if len(set(names)) != len(names):
         raise LayoutError(f"{what} dims repeat a name: {names}")
-    for name, size in items:
-        if not isinstance(name, str) or not name.isidentifier():
-            raise LayoutError(f"{what} dim name must be an identifier, got {name!r}")
-        if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
-            raise LayoutError(f"{what} dim {name!r} must have a positive integer size, got {size!r}")
     out = tuple((str(n), int(s)) for n, s in items)
     if math.prod(s for _, s in out) >= 2**31:
         raise LayoutError(f"{what} dims {out} span 2**31 or more positions; too large for an exact table")
     return out
+
+
+def _int_array(x: Any, what: str) -> np.ndarray:
+    """``x`` as an int64 array, or ``LayoutError`` (non-integers, ragged lists, values beyond int64)."""
+    try:
+        a = np.asarray(x)
+        if a.dtype == object or not (a.size == 0 or np.issubdtype(a.dtype, np.integer) or a.dtype == bool):
+            raise TypeError(f"dtype {a.dtype}")
+        return a.astype(np.int64)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise LayoutError(f"{what} must be integers: {e}"[:300]) from None
 
 
 def _flatten(coords: np.ndarray, dims: Dims) -> np.ndarray:
@@ -91,6 +110,17 @@ def _unflatten(flat: np.ndarray, dims: Dims) -> np.ndarray:
         out[:, d] = rest % size
         rest = rest // size
     return out
+
+
+def _column(x: Any, n: int, what: str, kind: type = np.int64) -> np.ndarray:
+    """A layout function's value for one dim, broadcast to the ``n`` grid points."""
+    try:
+        a = np.asarray(x)
+        if kind is bool:
+            return np.broadcast_to(a.astype(bool), (n,))
+        return np.broadcast_to(_int_array(a, f"values of {what!r}"), (n,))
+    except ValueError as e:
+        raise LayoutError(f"layout function value for {what!r} does not fit the {n}-point grid: {e}"[:300]) from None
 
 
 def _grid(dims: Dims) -> dict[str, np.ndarray]:
@@ -125,8 +155,11 @@ class Layout:
     def __post_init__(self) -> None:
         object.__setattr__(self, "in_dims", _norm_dims(self.in_dims, "hardware"))
         object.__setattr__(self, "out_dims", _norm_dims(self.out_dims, "logical"))
-        if self.elem_bits is not None and (not isinstance(self.elem_bits, int) or self.elem_bits < 1):
-            raise LayoutError(f"elem_bits must be a positive integer, got {self.elem_bits!r}")
+        if self.elem_bits is not None:
+            if (not isinstance(self.elem_bits, (int, np.integer)) or isinstance(self.elem_bits, bool)
+                    or not 1 <= self.elem_bits <= 1024):
+                raise LayoutError(f"elem_bits must be an integer in 1..1024, got {self.elem_bits!r}"[:300])
+            object.__setattr__(self, "elem_bits", int(self.elem_bits))
         keys = np.frombuffer(self.keys_bytes, dtype=np.int64)
         if keys.size and (np.any(np.diff(keys) <= 0) or keys[0] < 0 or keys[-1] >= self.in_size * self.out_size):
             raise LayoutError("layout keys are not canonical (sorted, unique, in range)")
@@ -144,8 +177,13 @@ class Layout:
     ) -> Layout:
         """A layout holding exactly the given (hardware, logical) coordinate pairs."""
         ind, outd = _norm_dims(in_dims, "hardware"), _norm_dims(out_dims, "logical")
-        hw_a = np.asarray(hw, dtype=np.int64).reshape(-1, len(ind))
-        lg_a = np.asarray(logical, dtype=np.int64).reshape(-1, len(outd))
+        try:
+            hw_a = _int_array(hw, "hardware coordinates").reshape(-1, len(ind))
+            lg_a = _int_array(logical, "logical coordinates").reshape(-1, len(outd))
+        except ValueError as e:  # LayoutError is a ValueError too
+            if isinstance(e, LayoutError):
+                raise
+            raise LayoutError(f"coordinates must be rows of {len(ind)} hardware / {len(outd)} logical values: {e}") from None
         if hw_a.shape[0] != lg_a.shape[0]:
             raise LayoutError(f"{hw_a.shape[0]} hardware positions but {lg_a.shape[0]} logical coordinates")
         _check_range(hw_a, ind, "hardware")
@@ -172,11 +210,13 @@ class Layout:
         grid = _grid(ind)
         res = fn(**grid)
         n = next(iter(grid.values())).shape[0]
-        valid = np.broadcast_to(np.asarray(res.get("valid", True), dtype=bool), (n,))
+        if not isinstance(res, Mapping):
+            raise LayoutError(f"layout function must return {{logical dim: array}}, got {type(res).__name__}")
         missing = [name for name, _ in outd if name not in res]
         if missing:
             raise LayoutError(f"layout function returned no value for logical dims {missing}")
-        lg = np.stack([np.broadcast_to(np.asarray(res[name], dtype=np.int64), (n,)) for name, _ in outd], 1)
+        valid = _column(res.get("valid", True), n, "valid", bool)
+        lg = np.stack([_column(res[name], n, name) for name, _ in outd], 1)
         hw = np.stack([grid[name] for name, _ in ind], 1)
         return cls.from_pairs(ind, outd, hw[valid], lg[valid], elem_bits=elem_bits)
 
@@ -197,13 +237,21 @@ class Layout:
         ind, outd = _norm_dims(in_dims, "hardware"), _norm_dims(out_dims, "logical")
         grid = _grid(outd)
         res = fn(**grid)
-        copies = [res] if isinstance(res, Mapping) else list(res)
+        try:
+            copies = [res] if isinstance(res, Mapping) else list(res)
+        except TypeError:
+            raise LayoutError(f"layout function must return a mapping or a list of them, got {res!r}"[:300]) from None
+        if not copies:
+            raise LayoutError("layout function returned no copies")
         n = next(iter(grid.values())).shape[0]
         lg = np.stack([grid[name] for name, _ in outd], 1)
         hw_parts, lg_parts = [], []
         for copy in copies:
-            valid = np.broadcast_to(np.asarray(copy.get("valid", True), dtype=bool), (n,))
-            hw = np.stack([np.broadcast_to(np.asarray(copy[name], dtype=np.int64), (n,)) for name, _ in ind], 1)
+            if not isinstance(copy, Mapping) or any(name not in copy for name, _ in ind):
+                raise LayoutError(f"layout function must return {{hardware dim: array}} per copy for dims "
+                                  f"{[name for name, _ in ind]}, got {copy!r}"[:300])
+            valid = _column(copy.get("valid", True), n, "valid", bool)
+            hw = np.stack([_column(copy[name], n, name) for name, _ in ind], 1)
             hw_parts.append(hw[valid])
             lg_parts.append(lg[valid])
         return cls.from_pairs(ind, outd, np.concatenate(hw_parts), np.concatenate(lg_parts), elem_bits=elem_bits)
@@ -222,20 +270,22 @@ class Layout:
         for name, size in (*ind, *outd):
             if size & (size - 1):
                 raise LayoutError(f"linear layouts need power-of-two dims; {name!r} has size {size}")
-        if set(bases) != {n for n, _ in ind}:
-            raise LayoutError(f"bases given for {sorted(bases)}, hardware dims are {[n for n, _ in ind]}")
+        if not isinstance(bases, Mapping) or set(bases) != {n for n, _ in ind}:
+            given = list(bases) if isinstance(bases, Mapping) else bases
+            raise LayoutError(f"bases given for {given!r}, hardware dims are {[n for n, _ in ind]}"[:300])
         grid = _grid(ind)
         n = next(iter(grid.values())).shape[0]
         lg = np.zeros((n, len(outd)), dtype=np.int64)
         for name, size in ind:
             vecs = bases[name]
-            if len(vecs) != size.bit_length() - 1:
+            if not isinstance(vecs, Sequence) or isinstance(vecs, str) or len(vecs) != size.bit_length() - 1:
                 raise LayoutError(f"dim {name!r} of size {size} needs {size.bit_length() - 1} bases, got {len(vecs)}")
             for b, vec in enumerate(vecs):
-                if len(vec) != len(outd):
-                    raise LayoutError(f"basis {name}[{b}]={tuple(vec)} must have {len(outd)} entries")
+                v = _int_array(vec, f"basis {name}[{b}]").reshape(-1)
+                if v.size != len(outd):
+                    raise LayoutError(f"basis {name}[{b}]={vec!r} must have {len(outd)} entries"[:300])
                 on = ((grid[name] >> b) & 1).astype(bool)
-                lg[on] ^= np.asarray(vec, dtype=np.int64)
+                lg[on] ^= v
         hw = np.stack([grid[name] for name, _ in ind], 1)
         return cls.from_pairs(ind, outd, hw, lg, elem_bits=elem_bits)
 
@@ -293,7 +343,10 @@ class Layout:
             raise LayoutError(
                 f"give every hardware dim exactly once; got {sorted(hw)}, dims are {list(self.in_names)}"
             )
-        arrs = np.broadcast_arrays(*(np.asarray(hw[n], dtype=np.int64) for n in self.in_names))
+        try:
+            arrs = np.broadcast_arrays(*(_int_array(hw[n], f"hardware index {n}") for n in self.in_names))
+        except ValueError as e:
+            raise LayoutError(f"hardware indices do not broadcast together: {e}"[:300]) from None
         coords = np.stack([a.reshape(-1) for a in arrs], 1)
         _check_range(coords, self.in_dims, "hardware")
         return _flatten(coords, self.in_dims)
@@ -306,8 +359,8 @@ class Layout:
         if not self.is_function():
             raise LayoutError("apply() needs a layout where each hardware position holds at most one element; "
                               "use owners_of()/elements_at() for a relation")
+        flat = self._hw_flat(hw)  # validates first: np.ndim of a ragged list raises
         scalar = all(np.ndim(v) == 0 for v in hw.values())
-        flat = self._hw_flat(hw)
         h, g = self._flat
         idx = np.searchsorted(h, flat)
         idx_c = np.minimum(idx, max(h.size - 1, 0))
@@ -355,7 +408,11 @@ class Layout:
             return bool(counts.min(initial=1) >= 1)
         unknown = set(shape) - set(self.out_names)
         if unknown:
-            raise LayoutError(f"covers(): unknown dims {sorted(unknown)}; logical dims are {list(self.out_names)}")
+            raise LayoutError(f"covers(): unknown dims {sorted(map(str, unknown))}; logical dims are "
+                              f"{list(self.out_names)}")
+        bad = {n: v for n, v in shape.items() if not isinstance(v, (int, np.integer)) or isinstance(v, bool)}
+        if bad:
+            raise LayoutError(f"covers(): sizes must be integers, got {bad!r}"[:300])
         lg = _unflatten(np.arange(self.out_size), self.out_dims)
         inside = np.ones(self.out_size, bool)
         for d, n in enumerate(self.out_names):

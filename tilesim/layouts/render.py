@@ -118,7 +118,9 @@ def to_json(layout: Layout, **meta: Any) -> str:
 def from_json(text: str) -> Layout:
     try:
         doc = json.loads(text)
-        if doc.get("format") != "tilesim.layout/1":
+        if not isinstance(doc, dict) or doc.get("format") != "tilesim.layout/1":
+            if not isinstance(doc, dict):
+                raise LayoutError(f"not a tilesim layout document (a JSON {type(doc).__name__})")
             raise LayoutError(f"not a tilesim layout document (format {doc.get('format')!r})")
         ind = [tuple(d) for d in doc["in_dims"]]
         outd = [tuple(d) for d in doc["out_dims"]]
@@ -126,8 +128,8 @@ def from_json(text: str) -> Layout:
         return Layout.from_pairs(ind, outd, pairs[:, : len(ind)], pairs[:, len(ind):], elem_bits=doc["elem_bits"])
     except LayoutError:
         raise
-    except (ValueError, KeyError, TypeError) as e:
-        raise LayoutError(f"malformed layout JSON: {e}") from None
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError, RecursionError) as e:
+        raise LayoutError(f"malformed layout JSON: {e!r}"[:300].replace("\n", " ")) from None
 
 
 def render_matrix(layout: Layout, fmt: str = "table") -> str:

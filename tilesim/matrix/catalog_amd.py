@@ -339,8 +339,8 @@ def _f8f6f4() -> list[MatrixInstruction]:
                 base,
                 geometry=((64, tuple(geo.items())),),
                 registers=((64, (("A", 8), ("B", 8), ("C", base.registers_for()["C"]), ("D", base.registers_for()["D"]))),),
-                modifiers=(Modifier("cbsz", fmt, "A format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4"),
-                           Modifier("blgp", fmt, "B format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4")),
+                modifiers=(Modifier("cbsz", fmt, "A format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format"),
+                           Modifier("blgp", fmt, "B format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format")),
                 # Only the scale form has a clang builtin; the unscaled opcode has none.
                 builtins=(_builtin("__builtin_amdgcn_mfma_scale_f32_" + shape + "_f8f6f4", sig, 64),) if scaled else (),
                 notes=("cycles double (x2) when A or B is fp8/bf8; the scale forms add E8M0 block scales, "
@@ -348,6 +348,12 @@ def _f8f6f4() -> list[MatrixInstruction]:
                 cycles=cyc,
             ))
     return rows
+
+
+# VGPRs of an f8f6f4 A/B operand by format: "the operand tuple must be 8/6/4 VGPRs to match the
+# format" (CDNA4 ISA §7.1.5; the assembler rejects other tuple sizes: "wrong register tuple size
+# for cbsz value N"). The row's declared count (8) is the fp8/bf8 default, which the builtin takes.
+F8F6F4_VGPRS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
 
 
 def f8f6f4_geometry(m: int, fmt: int) -> tuple[InputGeometry, int]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tilesim.errors import ModifierError, choices
 
-__all__ = ["DType", "DTYPES", "dtype", "encode", "decode", "fp8_for"]
+__all__ = ["DType", "DTYPES", "dtype", "encode", "encode_bits", "decode", "fp8_for"]
 
 
 @dataclass(frozen=True)
@@ -102,29 +102,37 @@ def _f32_round_to_odd(values: np.ndarray) -> np.ndarray:
 
 def encode(values: np.ndarray, dt: str | DType) -> np.ndarray:
     """Round ``values`` to ``dt`` and return the raw bit patterns (uint64, low ``reg_bits`` bits)."""
+    return encode_bits(values, dt).astype(np.uint64)
+
+
+def encode_bits(values: np.ndarray, dt: str | DType) -> np.ndarray:
+    """:func:`encode` in the narrowest unsigned type that holds ``reg_bits`` (uint8 for 4/6-bit
+    formats): the same bits without widening every element to 64 bits."""
     d = dtype(dt)
     arr = np.asarray(values)
     if d.kind in ("int", "uint"):
         wrapped = np.asarray(arr, dtype=np.int64) & ((1 << d.bits) - 1)
-        return wrapped.astype(np.uint64)
+        return wrapped.astype(_uint_of(d.reg_bits))
     if d.name in ("xf32", "tf32"):
         with np.errstate(over="ignore"):
             arr = np.asarray(arr, np.float64).astype(np.float32)
-        return arr.view(np.uint32).astype(np.uint64)
+        return arr.view(np.uint32)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf/NaN is the format's answer
         if d.bits < 32 and d.np_name != "float16":  # ml_dtypes formats; numpy rounds f64 -> f16 directly
             typed = _f32_round_to_odd(arr).astype(d.np)
         else:
             typed = np.asarray(arr, dtype=np.float64).astype(d.np)
     if d.bits in (4, 6):
-        return typed.view(np.uint8).astype(np.uint64) & ((1 << d.bits) - 1)
-    return typed.view(_uint_of(d.bits)).astype(np.uint64)
+        return typed.view(np.uint8) & np.uint8((1 << d.bits) - 1)
+    return typed.view(_uint_of(d.bits))
 
 
 def decode(bits: np.ndarray, dt: str | DType) -> np.ndarray:
     """Raw bit patterns -> float64 (floats) or int64 (integers), exactly."""
     d = dtype(dt)
-    raw = np.asarray(bits, dtype=np.uint64) & np.uint64((1 << d.reg_bits) - 1 if d.reg_bits < 64 else ~0 & (2**64 - 1))
+    raw = np.asarray(bits)
+    if d.reg_bits not in (8, 16, 32, 64) or raw.dtype != _uint_of(d.reg_bits):  # narrow input: already exact
+        raw = np.asarray(bits, dtype=np.uint64) & np.uint64((1 << d.reg_bits) - 1 if d.reg_bits < 64 else 2**64 - 1)
     if d.kind == "uint":
         return raw.astype(np.int64)
     if d.kind == "int":
@@ -135,4 +143,4 @@ def decode(bits: np.ndarray, dt: str | DType) -> np.ndarray:
             return raw.astype(np.uint32).view(np.float32).astype(np.float64)
         if d.bits in (4, 6):
             return raw.astype(np.uint8).view(d.np).astype(np.float64)
-        return raw.astype(_uint_of(d.bits)).view(d.np).astype(np.float64)
+        return raw.astype(_uint_of(d.bits), copy=False).view(d.np).astype(np.float64)

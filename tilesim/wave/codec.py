@@ -5,17 +5,24 @@ same records the catalog, the docs and the pictures use — and then packs or un
 batches (every workgroup and wave at once) with numpy gathers and ``reduceat``; there is no
 per-lane Python loop. Elements that straddle two registers (f64, gfx950 fp6) are split into
 parts.
+
+Fast path: when every element is a whole, aligned 8/16/32/64-bit unit and no two records share
+register bits (every f16/bf16/fp8/i8/f32/f64 operand in the catalog), the register image viewed as
+``uint{w}`` has one *slot* per record, so packing and unpacking are one gather or scatter in the
+element's own width — the same bits as the general shift-and-add path, which stays for 4/6-bit
+elements and for layouts that put several logical elements in one register position.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from tilesim.layouts.layout import Layout
-from tilesim.matrix.dtypes import DType, decode, dtype, encode
+from tilesim.matrix.dtypes import DType, decode, dtype, encode, encode_bits
 
 __all__ = ["Codec", "codec"]
 
@@ -36,10 +43,61 @@ class Codec:
     part_dest: np.ndarray  # flat lane * nregs + vgpr, sorted
     seg_starts: np.ndarray
     seg_dest: np.ndarray
+    # derived plans (slot maps, access offsets, transaction counts), filled on first use
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def width(self) -> int:
         return int(self.rec[0, 6] - self.rec[0, 5] + 1)
+
+    # ------------------------------------------------------------------ slot fast path
+    @functools.cached_property
+    def slots(self) -> np.ndarray | None:
+        """Index of each record in the ``uint{width}`` view of a lane-major register image, or
+        None when the fast path does not apply (see the module docstring)."""
+        w = self.width
+        if w not in (8, 16, 32, 64) or (self.nregs * 32) % w or not self.rec.size:
+            return None
+        start = self.rec[:, 3] * 32 + self.rec[:, 5]
+        if (start % w).any():
+            return None
+        s = self.rec[:, 4] * (self.nregs * 32 // w) + start // w
+        return s if np.unique(s).size == s.size else None
+
+    @functools.cached_property
+    def _unit(self) -> np.dtype:
+        return np.dtype(f"uint{self.width}")
+
+    @functools.cached_property
+    def _slot_plan(self) -> tuple[int, np.ndarray | None, np.ndarray | None]:
+        """(slots per image, record of each slot when every slot holds exactly one record else
+        None, logical element of each slot in that case)."""
+        nslots = self.lanes * self.nregs * 32 // self.width
+        assert self.slots is not None
+        if self.slots.size != nslots:
+            return nslots, None, None
+        rec_of_slot = np.empty(nslots, np.int64)
+        rec_of_slot[self.slots] = np.arange(nslots)
+        return nslots, rec_of_slot, self.flat_elem[rec_of_slot]
+
+    def slot_view(self, regs: np.ndarray) -> np.ndarray:
+        """``(..., lanes, nregs)`` uint32 -> ``(..., slots)`` in the element's width (a view when
+        ``regs`` is contiguous)."""
+        lead = regs.shape[:-2]
+        return np.ascontiguousarray(regs, np.uint32).reshape(*lead, -1).view(self._unit)
+
+    def from_slots(self, bits: np.ndarray) -> np.ndarray:
+        """``(..., slots)`` in the element's width -> ``(..., lanes, nregs)`` uint32."""
+        return np.ascontiguousarray(bits).view(np.uint32).reshape(*bits.shape[:-1], self.lanes, self.nregs)
+
+    def pack(self, bits: np.ndarray) -> np.ndarray:
+        """Registers from element bits per record ``(..., N)`` in the element's width (fast path)."""
+        nslots, rec_of_slot, _ = self._slot_plan
+        if rec_of_slot is not None:
+            return self.from_slots(np.take(bits, rec_of_slot, axis=-1))
+        out = np.zeros((*bits.shape[:-1], nslots), self._unit)
+        out[..., self.slots] = bits
+        return self.from_slots(out)
 
     # ------------------------------------------------------------------ bits
     def gather_bits(self, regs: np.ndarray) -> np.ndarray:
@@ -71,15 +129,47 @@ class Codec:
     # ------------------------------------------------------------------ values
     def decode(self, regs: np.ndarray) -> np.ndarray:
         """Values of every record, ``(..., N)`` float64/int64."""
+        if self.slots is not None:
+            return decode(np.take(self.slot_view(regs), self.slots, axis=-1), self.dt)
         return decode(self.gather_bits(regs), self.dt)
 
     def encode(self, values: np.ndarray) -> np.ndarray:
         """Registers holding ``values`` given per record ``(..., N)``."""
+        if self.slots is not None:
+            return self.pack(encode_bits(values, self.dt).astype(self._unit, copy=False))
         return self.scatter_bits(encode(values, self.dt))
+
+    @functools.cached_property
+    def _tile_plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(owned elements, slot of each element's first owner, slots of the other copies, their elements)."""
+        assert self.slots is not None
+        owned = self.primary >= 0
+        prim_slot = np.where(owned, self.slots[np.maximum(self.primary, 0)], 0)
+        is_copy = np.ones(self.rec.shape[0], bool)
+        is_copy[self.primary[owned]] = False
+        copies = np.flatnonzero(is_copy)
+        return owned, prim_slot, self.slots[copies], self.flat_elem[copies]
+
+    def _tile_fast(self, regs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        owned, prim_slot, copy_slot, copy_elem = self._tile_plan
+        view = self.slot_view(regs)
+        lead = view.shape[:-1]
+        prim = np.take(view, prim_slot, axis=-1)  # take: C-ordered result, unlike [..., idx]
+        vals = decode(prim, self.dt)
+        if not owned.all():
+            vals = np.where(owned, vals, 0)
+        bad = np.zeros((int(np.prod(lead, dtype=np.int64)), self.primary.size), bool)
+        if copy_slot.size:
+            diff = (np.take(view, copy_slot, axis=-1) != np.take(prim, copy_elem, axis=-1)).reshape(-1, copy_slot.size)
+            g, r = np.nonzero(diff)
+            bad[g, copy_elem[r]] = True
+        return vals.reshape(*lead, self.rows, self.cols), bad.reshape(*lead, self.rows, self.cols)
 
     def tile(self, regs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Logical tile ``(..., rows, cols)`` from each element's first owner, and a mask of
         elements whose copies hold different bits (replication violations)."""
+        if self.slots is not None:
+            return self._tile_fast(regs)
         bits = self.gather_bits(regs)
         lead = bits.shape[:-1]
         owned = self.primary >= 0
@@ -97,6 +187,9 @@ class Codec:
         """Registers holding a logical tile ``(..., rows, cols)`` (every copy written)."""
         lead = tile.shape[:-2]
         flat = tile.reshape(*lead, self.rows * self.cols)
+        if self.slots is not None and self._slot_plan[1] is not None:  # encode each element once, then copy
+            bits = encode_bits(flat, self.dt).astype(self._unit, copy=False)
+            return self.from_slots(np.take(bits, self._slot_plan[2], axis=-1))
         return self.encode(flat[..., self.flat_elem])
 
 

@@ -31,9 +31,10 @@ from tilesim.errors import TilesimError, VerifyError
 from tilesim.hw.targets import get_target
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.matrix.catalog import lookup
-from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
 from tilesim.wave.codec import Codec, codec
+from tilesim.wave.kernels import batched_dot, gather_windows
 
 __all__ = ["simulate", "SimResult", "Report"]
 
@@ -112,6 +113,7 @@ class _Sim:
         self.rep = Report()
         self.active = np.ones(self.G, bool)
         self.tensors: dict[str, np.ndarray] = {}
+        self.tensor_bits: dict[tuple[str, str], np.ndarray] = {}  # (tensor, element type) -> flat encoded bits
         for tp in prog.tensors:
             if tp.name in arrays:
                 a = np.asarray(arrays[tp.name])
@@ -205,11 +207,68 @@ class _Sim:
             self.rep.global_ideal_transactions += int(self.active.sum()) * math.ceil(int(sel.sum()) * eb / _SEG)
         return np.where(ok, r, 0), np.where(ok, q, 0), ok
 
+    def _offsets(self, name: str, c: Codec, transpose: bool) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+        """Flat element offset of every record from the window's origin, and the records' row and
+        column extent (min row, max row, min col, max col), for a row-major tensor."""
+        cols = self.tensors[name].shape[1]
+        key = ("offsets", cols, transpose)
+        if key not in c.memo:
+            tr, tc = (2, 1) if transpose else (1, 2)
+            rr, cc = c.rec[:, tr], c.rec[:, tc]
+            c.memo[key] = (rr * cols + cc, (int(rr.min()), int(rr.max()), int(cc.min()), int(cc.max())))
+        return c.memo[key]
+
+    def _in_bounds(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, transpose: bool) -> bool:
+        """Whether every lane of every (workgroup, wave) accesses inside the tensor."""
+        rows, cols = self.tensors[name].shape
+        rlo, rhi, clo, chi = self._offsets(name, c, transpose)[1]
+        return bool(((row0 + rlo >= 0) & (row0 + rhi < rows) & (col0 + clo >= 0) & (col0 + chi < cols)).all())
+
+    def _transactions(self, name: str, c: Codec, base: np.ndarray, transpose: bool) -> None:
+        """:meth:`_global_access`'s transaction counts for an all-in-bounds access whose window starts
+        at flat element ``base[g]``. A lane's byte address is ``base*eb + off*eb``; adding a multiple of
+        the segment size to every address of an instruction shifts its segments without changing how
+        many distinct ones it touches, so the count depends only on ``base*eb % 64`` and is computed
+        once per residue (exactly as the general path does) and reused."""
+        eb = max(1, dtype(self.p.tensor(name).dtype).reg_bits // 8)
+        off = self._offsets(name, c, transpose)[0]
+        memo = c.memo.setdefault(("transactions", self.tensors[name].shape[1], transpose, eb), {})
+        act = self.active
+        res, n = np.unique(base[act] * eb % _SEG, return_counts=True)
+        for r, k in zip(res.tolist(), n.tolist()):
+            if r not in memo:
+                seg = (r + off * eb) // _SEG
+                memo[r] = sum(int(np.unique(seg[c.rec[:, 3] == v]).size) for v in np.unique(c.rec[:, 3]))
+            self.rep.global_transactions += memo[r] * k
+        if "ideal" not in memo:
+            memo["ideal"] = sum(math.ceil(int((c.rec[:, 3] == v).sum()) * eb / _SEG) for v in np.unique(c.rec[:, 3]))
+        self.rep.global_ideal_transactions += int(act.sum()) * memo["ideal"]
+
+    def _bits_of(self, name: str, dt: Any) -> np.ndarray:
+        """The tensor's values encoded as ``dt`` (flat); kept until the tensor is stored to."""
+        key = (name, dtype(dt).name)
+        if key not in self.tensor_bits:
+            self.tensor_bits[key] = encode_bits(self.tensors[name], dt).reshape(-1)
+        return self.tensor_bits[key]
+
     def op_load(self, op: Op) -> None:
         c = self.codec_of(op.out)
         name = op.attr("tensor")
-        r, q, ok = self._global_access(name, c, self.scalar(op.args[0]), self.scalar(op.args[1]), False,
-                                       bool(op.attr("transpose")))
+        row0, col0, tr = self.scalar(op.args[0]), self.scalar(op.args[1]), bool(op.attr("transpose"))
+        if c.slots is not None and self._in_bounds(name, c, row0, col0, tr):
+            # every lane in bounds: gather the encoded bits straight into register slots (the same
+            # bits as encoding the gathered values, which is elementwise)
+            base = row0 * self.tensors[name].shape[1] + col0
+            self._transactions(name, c, base, tr)
+            off = self._offsets(name, c, tr)[0]
+            rec_of_slot = c._slot_plan[1]
+            bits = self._bits_of(name, c.dt)
+            if rec_of_slot is not None:
+                self.set_frag(op.out, c.from_slots(gather_windows(bits, base, off[rec_of_slot])))
+            else:
+                self.set_frag(op.out, c.pack(gather_windows(bits, base, off)))
+            return
+        r, q, ok = self._global_access(name, c, row0, col0, False, tr)
         vals = np.where(ok, self.tensors[name][r, q], 0.0)
         self.set_frag(op.out, c.encode(vals))
 
@@ -217,22 +276,52 @@ class _Sim:
         v = op.args[0]
         c = self.codec_of(v)
         name = op.attr("tensor")
-        r, q, ok = self._global_access(name, c, self.scalar(op.args[1]), self.scalar(op.args[2]), True,
-                                       bool(op.attr("transpose")))
-        vals = c.decode(self.regs[v.id])
-        out_t = self.p.tensor(name).dtype
-        vals = quantize(vals, out_t)
+        row0, col0, tr = self.scalar(op.args[1]), self.scalar(op.args[2]), bool(op.attr("transpose"))
+        vals = quantize(c.decode(self.regs[v.id]), self.p.tensor(name).dtype)
+        for key in [k for k in self.tensor_bits if k[0] == name]:
+            del self.tensor_bits[key]
+        if self.active.all() and self._in_bounds(name, c, row0, col0, tr):
+            self._store_fast(name, c, v, row0, col0, tr, vals)
+            return
+        r, q, ok = self._global_access(name, c, row0, col0, True, tr)
         w = ok & self.active[:, None]
         self.tensors[name][r[w], q[w]] = vals[w]
         counts = self.writes.setdefault(name, np.zeros(self.tensors[name].shape, np.int64))
         gw, iw = np.nonzero(w)
-        key = np.unique(np.stack([gw, r[w], q[w]], 1), axis=0)  # one write per (wave, element) per store op
-        np.add.at(counts, (key[:, 1], key[:, 2]), 1)
+        size = counts.size
+        flat = r[w] * counts.shape[1] + q[w]
+        if "distinct" not in c.memo:  # no two lanes of one store hold the same element
+            c.memo["distinct"] = np.unique(c.flat_elem).size == c.flat_elem.size
+        key = flat if c.memo["distinct"] else np.unique(gw * size + flat) % size  # one write per (wave, element)
+        counts += np.bincount(key, minlength=size).reshape(counts.shape)
         prov = self.prov.setdefault(name, np.full((*self.tensors[name].shape, 6), -1, np.int64))
         g = np.nonzero(w)[0]
         rec = c.rec[np.nonzero(w)[1]]
         prov[r[w], q[w]] = np.stack([self.wg_of[g], self.wave_of[g], rec[:, 4], rec[:, 3], rec[:, 5],
                                      np.full(g.size, v.id)], 1)
+
+    def _store_fast(self, name: str, c: Codec, v: Value, row0: np.ndarray, col0: np.ndarray, tr: bool,
+                    vals: np.ndarray) -> None:
+        """:meth:`op_store` when every wave is active and every lane in bounds: the same writes,
+        counts and provenance (in the same (wave, record) order, so the last writer still wins)."""
+        t = self.tensors[name]
+        base = row0 * t.shape[1] + col0
+        self._transactions(name, c, base, tr)
+        flat = (base[:, None] + self._offsets(name, c, tr)[0][None, :]).reshape(-1)
+        t.reshape(-1)[flat] = vals.reshape(-1)
+        counts = self.writes.setdefault(name, np.zeros(t.shape, np.int64))
+        if "distinct" not in c.memo:
+            c.memo["distinct"] = np.unique(c.flat_elem).size == c.flat_elem.size
+        g = np.repeat(np.arange(self.G), c.rec.shape[0])
+        key = flat if c.memo["distinct"] else np.unique(g * t.size + flat) % t.size
+        counts += np.bincount(key, minlength=t.size).reshape(t.shape)
+        prov = self.prov.setdefault(name, np.full((*t.shape, 6), -1, np.int64))
+        rec = np.empty((self.G, c.rec.shape[0], 6), np.int64)
+        rec[:, :, 0] = self.wg_of[:, None]
+        rec[:, :, 1] = self.wave_of[:, None]
+        rec[:, :, 2:5] = c.rec[None, :, [4, 3, 5]]
+        rec[:, :, 5] = v.id
+        prov.reshape(-1, 6)[flat] = rec.reshape(-1, 6)
 
     # ------------------------------------------------------------------ LDS
     def op_lds_alloc(self, op: Op) -> None:
@@ -281,7 +370,7 @@ class _Sim:
         lw, we = self.last_writer[wg, b], self.write_epoch[wg, b]
         conflict = (lw >= 0) & (lw != wave) & (we == self.epoch)
         partner = np.where(conflict, lw, -1)  # the other wave of the race, for the message
-        kind = np.where(conflict, "write", "read").astype(object)
+        kind_write = conflict.copy()  # the other access of the race is a write (else a read)
         if write:
             others = self.read_epoch[wg, :, b] == self.epoch
             others[np.arange(wave.size), wave] = False
@@ -297,13 +386,13 @@ class _Sim:
             if same.any():
                 hit = order[1:][same]
                 partner[hit] = np.where(conflict[hit], partner[hit], ws[:-1][same])
-                kind[hit] = np.where(conflict[hit], kind[hit], "write")
+                kind_write[hit] = np.where(conflict[hit], kind_write[hit], True)
                 conflict[hit] = True
         if conflict.any():
             self.rep.race_count += int(conflict.sum())
             i = int(np.flatnonzero(conflict)[0])
             self._note(self.rep.races, f"{what}: workgroup {int(wg[i])}, wave {int(wave[i])} at LDS byte {int(b[i])} "
-                       f"conflicts with a {kind[i]} by wave {int(partner[i])} with no barrier between")
+                       f"conflicts with a {'write' if kind_write[i] else 'read'} by wave {int(partner[i])} with no barrier between")
         if write:
             self.last_writer[wg, b] = wave
             self.write_epoch[wg, b] = self.epoch
@@ -369,18 +458,22 @@ class _Sim:
                 self._note(self.rep.replication, f"{row.mnemonic} {name}[{i}][{j}]: copies in lanes {lanes} differ "
                            f"({self._where(g)}); the hardware may read any copy")
             tiles[name] = tile
-        A, B, C = apply_negation(row, tiles["A"], tiles["B"], tiles["C"], neg, neg_hi)
+        if neg or neg_hi:
+            A, B, C = apply_negation(row, tiles["A"], tiles["B"], tiles["C"], neg, neg_hi)
+        else:  # apply_negation without negation is a float64 copy
+            A, B, C = (np.asarray(tiles[x], np.float64) for x in "ABC")
         td = dtype(row.types[3])
         if td.kind in ("int", "uint"):
             D = np.einsum("gmk,gkn->gmn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
         elif self.exact:
             D = np.stack([dot_exact(A[g], B[g], C[g], td.name) for g in range(self.G)])
         else:
-            with np.errstate(all="ignore"):
-                D = np.einsum("gmk,gkn->gmn", A, B) + C
+            D = batched_dot(A, B, C)
         hw_d = codec(row.layout("D", wave_size=self.L, **{k: v for k, v in lay_mods.items() if k == "opsel"}),
                      row.types[3], row.registers_for(self.L)["D"])
-        self.set_frag(op.out, hw_d.from_tile(quantize(D, td.name)))  # registers as the hardware writes D
+        if td.name not in ("f32", "i32"):  # for these, encoding a value already rounded gives the same bits
+            D = quantize(D, td.name)
+        self.set_frag(op.out, hw_d.from_tile(D))  # registers as the hardware writes D
 
     def op_elementwise(self, op: Op) -> None:
         x, y = op.args

@@ -1,0 +1,56 @@
+"""The benchmark harness's CI slice (``python -m benchmarks --quick``): it runs and writes the JSON
+the docs describe. No timing is asserted — figures vary with the machine; the table says whether
+each target is met. Also: the compiled batched dot product equals numpy's einsum bit for bit on
+sums that round (the simulator relies on it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tilesim.wave.kernels import _batched_dot_numpy, batched_dot
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_quick_run_writes_the_documented_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    p = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "gemm,lds,export", "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "tilesim.bench/1" and doc["mode"] == "quick"
+    m = doc["machine"]
+    assert m["cores"] == __import__("os").cpu_count() and "blas" in m and "numpy" in m
+    ids = [f["id"] for f in doc["figures"]]
+    for t in ("gfx1201", "gfx942"):
+        assert f"gemm/{t}/128" in ids and f"gemm-memory/{t}/128" in ids
+    assert any(i.startswith("lds/") for i in ids) and "export/catalog" in ids
+    for f in doc["figures"]:
+        assert set(f) >= {"id", "what", "value", "unit", "baseline", "ratio", "target", "met", "extra"}
+        assert f["value"] > 0 and f["baseline"]["value"] > 0
+        assert f["ratio"] == pytest.approx(f["value"] / f["baseline"]["value"])
+        assert f["met"] is None or isinstance(f["met"], bool)
+    gemm = next(f for f in doc["figures"] if f["id"] == "gemm/gfx1201/128")
+    assert gemm["extra"]["max_rel_error_vs_float64"] < 1e-5  # the simulated GEMM is right, not only timed
+    assert "figure" in p.stdout and "ratio" in p.stdout  # the table
+
+
+@pytest.mark.parametrize("shape", [(64, 16, 16, 16), (16, 32, 32, 8), (8, 4, 4, 4), (8, 16, 8, 16), (4, 32, 32, 1)])
+def test_batched_dot_is_einsum_bit_for_bit(shape: tuple[int, int, int, int]) -> None:
+    G, M, N, K = shape
+    rng = np.random.default_rng(1)
+
+    def spread(*s: int) -> np.ndarray:  # exponents far apart: the float64 sums round, so order shows
+        return rng.standard_normal(s) * 2.0 ** rng.integers(-60, 60, s)
+
+    a, b, c = spread(G, M, K), spread(G, K, N), spread(G, M, N)
+    want = _batched_dot_numpy(a, b, c)
+    assert np.array_equal(batched_dot(a, b, c).view(np.uint64), want.view(np.uint64))
+    a[0, 0, 0], c[-1, -1, -1] = np.nan, -np.inf  # NaN results: the einsum path (payloads follow numpy)
+    assert np.array_equal(batched_dot(a, b, c).view(np.uint64), _batched_dot_numpy(a, b, c).view(np.uint64))

@@ -1,0 +1,655 @@
+"""Mutation campaign: plant single-point layout bugs in every example and check that tilesim finds them.
+
+Run: ``python tools/mutation.py [--quick] [--json PATH]`` (writes ``tools/mutation_results.json``
+unless ``--json`` says otherwise, prints a table, exits 1 when a result-changing mutant escapes).
+
+For every example program (``examples/*.py`` ``programs()``, every target) the campaign finds the
+fragment layouts the program declares — the layouts of its ``load``, ``zeros`` and ``lds_load``
+values, each with everything that inherits it (the ``mma`` result from its C operand, ``cast``,
+``elementwise``, ``reduce``, ``shuffle`` results, loop-carried pairs) — and derives mutants:
+
+=================  ==========================================================================
+operator           what changes
+=================  ==========================================================================
+lane_swap          two neighbouring lanes exchange everything they hold
+vgpr_off_by_one    in one lane, every element moves one VGPR up (slot + slots-per-VGPR, mod)
+slot_swap          in one lane, the two lowest packed elements of VGPR 0 exchange bits
+replication_drop   gfx1100 A/B: the copies in lanes 16-31 are not loaded
+formula_swap       gfx1100/gfx1201 C: the other generation's accumulator layout is declared
+k_perm_one         A or B alone: logical k 1 and K-2 exchange (a K permutation on one operand)
+k_perm_shared      the same k exchange on A and B (the product is unchanged)
+barrier_drop       one LDS barrier removed (``examples/lds_gemm.py``: ``drop_barrier=True``
+                   for the loop barrier, direct removal for the others)
+=================  ==========================================================================
+
+``examples/gemm.py`` takes ``a_layout``/``b_layout``/``c_layout`` options, so its mutants are
+re-specialised with the mutated layout; the other examples' programs are mutated directly
+(:func:`replace_layouts` rewrites one value's layout everywhere it occurs, by id).
+
+Each mutant is classified by ground truth — its simulated outputs against the original
+program's on random inputs *and* structured probes (one-hot "select k" operands for GEMMs,
+row-distinct ramps for softmax), compared exactly — as **result-changing** or
+**result-preserving**, and judged:
+
+* *detected*: ``ts.check`` reports an error, or the simulated outputs on the example's random
+  inputs differ from its float64/int reference beyond ``run()``'s tolerance, or the simulator
+  reports a race or a replication violation;
+* *exact blame* (definitions in ``docs/reliability.md``): the first report that catches the
+  mutant points at a mutated (lane, VGPR) — see :func:`_check_blame` and :func:`_diff_blame`;
+* result-preserving ``k_perm_shared`` mutants must draw ``check``'s warning "equivalent, but not
+  the hardware layout" and no error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import tilesim as ts
+from examples import fp8_gemm, gemm, gemm_abt, int8_gemm, lds_gemm, softmax
+from tilesim.diff.verdict import _tol, blame
+from tilesim.errors import TilesimError
+from tilesim.ir.core import Block, Op, Program, Value
+from tilesim.layouts import Layout
+from tilesim.matrix import lookup
+
+__all__ = ["drop_op", "layout_families", "main", "mutants", "replace_layouts", "run_campaign"]
+
+# example -> (output, A input, B input, B stored N x K, extra inputs zeroed in probes); None: not a GEMM
+EXAMPLES: dict[str, tuple[Any, tuple | None]] = {
+    "gemm": (gemm, ("C", "A", "B", False, ())),
+    "gemm_abt": (gemm_abt, ("D", "A", "B", True, ("C",))),
+    "lds_gemm": (lds_gemm, ("C", "A", "B", False, ())),
+    "int8_gemm": (int8_gemm, ("C", "A", "B", False, ("Bias",))),
+    "fp8_gemm": (fp8_gemm, ("C", "A", "B", False, ())),
+    "softmax": (softmax, None),
+}
+# examples/gemm_planted.py is not a source of mutants: its programs are mutants already.
+
+DEFAULT_JSON = ROOT / "tools" / "mutation_results.json"
+
+
+# ----------------------------------------------------------------------------- program surgery
+def _map_values(prog: Program, fv) -> Program:
+    def arg(a: Any) -> Any:
+        if isinstance(a, Value):
+            return fv(a)
+        if isinstance(a, tuple):
+            return tuple(arg(x) for x in a)
+        return a
+
+    def block(b: Block) -> Block:
+        ops = []
+        for o in b.ops:
+            attrs = []
+            for k, v in o.attrs:
+                if k == "body":
+                    attrs.append((k, block(v)))
+                elif k == "carried":
+                    attrs.append((k, tuple((fv(i), fv(n)) for i, n in v)))
+                else:
+                    attrs.append((k, arg(v)))
+            ops.append(Op(o.kind, None if o.out is None else fv(o.out), arg(o.args), tuple(attrs)))
+        return Block(tuple(ops))
+
+    return dataclasses.replace(prog, body=block(prog.body))
+
+
+def replace_layouts(prog: Program, new: dict[int, Layout]) -> Program:
+    """``prog`` with the layout of each value id in ``new`` replaced everywhere the value occurs
+    (definition, arguments, loop-carried pairs); each keeps its own element width."""
+    cache: dict[int, Value] = {}
+
+    def fv(v: Value) -> Value:
+        if v.id not in new:
+            return v
+        if v.id not in cache:
+            cache[v.id] = dataclasses.replace(v, layout=new[v.id].with_elem_bits(v.layout.elem_bits))
+        return cache[v.id]
+
+    return _map_values(prog, fv)
+
+
+def drop_op(prog: Program, index: int) -> Program:
+    """``prog`` without the ``index``-th op of ``prog.walk()`` (an op with no result, e.g. a barrier)."""
+    target = prog.walk()[index]
+    if target.out is not None:
+        raise TilesimError(f"op {index} ({target.kind}) defines a value; only result-less ops can be dropped")
+
+    def block(b: Block) -> Block:
+        ops = []
+        for o in b.ops:
+            if o is target:
+                continue
+            if o.kind in ("loop", "branch"):
+                o = Op(o.kind, o.out, o.args, tuple((k, block(v)) if k == "body" else (k, v) for k, v in o.attrs))
+            ops.append(o)
+        return Block(tuple(ops))
+
+    return dataclasses.replace(prog, body=block(prog.body))
+
+
+def layout_families(prog: Program) -> list[dict[str, Any]]:
+    """The declared fragment layouts: one entry per ``load``/``zeros``/``lds_load`` value with the
+    ids of every value that inherits its layout, and the mma operand(s) it feeds."""
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    def union(a: int, b: int) -> None:
+        parent[find(a)] = find(b)
+
+    ops = prog.walk()
+    for op in ops:
+        if op.out is None or op.out.kind != "frag":
+            continue
+        if op.kind == "mma":
+            union(op.out.id, op.args[2].id)
+        elif op.kind in ("elementwise", "cast", "shuffle", "reduce"):
+            union(op.out.id, op.args[0].id)
+    for op in ops:
+        if op.kind == "loop":
+            for i, n in op.attr("carried"):
+                if i.kind == "frag":
+                    union(i.id, n.id)
+    frags = {op.out.id: op.out for op in ops if op.out is not None and op.out.kind == "frag"}
+    fams = []
+    for op in ops:
+        if op.kind not in ("load", "zeros", "lds_load"):
+            continue
+        root = op.out
+        members = sorted(v for v in frags if find(v) == find(root.id))
+        feeds = []
+        for m in ops:
+            if m.kind == "mma":
+                for name, a in zip("ABC", m.args):
+                    if a.id in members:
+                        feeds.append((name, m.attr("instr")))
+        fams.append({"root": root, "op": op.kind, "tensor": op.attr("tensor"), "members": members,
+                     "feeds": sorted(set(feeds))})
+    return fams
+
+
+# ----------------------------------------------------------------------------- layout mutations
+def _rebuild(lay: Layout, hw: np.ndarray, lg: np.ndarray) -> Layout:
+    return Layout.from_pairs(lay.in_dims, lay.out_dims, hw, lg, elem_bits=lay.elem_bits)
+
+
+def _lane_swap(lay: Layout, a: int, b: int) -> Layout:
+    hw, lg = lay.pairs()
+    hw = hw.copy()
+    d = lay.in_names.index("lane")
+    sa, sb = hw[:, d] == a, hw[:, d] == b
+    hw[sa, d], hw[sb, d] = b, a
+    return _rebuild(lay, hw, lg)
+
+
+def _vgpr_off_by_one(lay: Layout, lane: int) -> Layout:
+    hw, lg = lay.pairs()
+    hw = hw.copy()
+    spv = max(1, 32 // lay.elem_bits)
+    nslots = dict(lay.in_dims)["slot"]
+    ln, sl = lay.in_names.index("lane"), lay.in_names.index("slot")
+    sel = hw[:, ln] == lane
+    hw[sel, sl] = (hw[sel, sl] + spv) % nslots
+    return _rebuild(lay, hw, lg)
+
+
+def _slot_swap(lay: Layout, lane: int) -> Layout:
+    hw, lg = lay.pairs()
+    hw = hw.copy()
+    ln, sl = lay.in_names.index("lane"), lay.in_names.index("slot")
+    sel = (hw[:, ln] == lane) & (hw[:, sl] < 2)
+    hw[sel, sl] ^= 1
+    return _rebuild(lay, hw, lg)
+
+
+def _drop_upper_lanes(lay: Layout) -> Layout:
+    hw, lg = lay.pairs()
+    keep = hw[:, lay.in_names.index("lane")] < 16
+    return _rebuild(lay, hw[keep], lg[keep])
+
+
+def _k_perm(lay: Layout, k_dim: str, perm: np.ndarray) -> Layout:
+    hw, lg = lay.pairs()
+    lg = lg.copy()
+    d = lay.out_names.index(k_dim)
+    lg[:, d] = perm[lg[:, d]]
+    return _rebuild(lay, hw, lg)
+
+
+def _k_swap(k: int) -> np.ndarray:
+    perm = np.arange(k)
+    perm[[1, k - 2]] = perm[[k - 2, 1]]
+    return perm
+
+
+def _positions(lay: Layout) -> dict[tuple[int, int], set[tuple[int, ...]]]:
+    """(lane, VGPR) -> the (block, row, col, bit_lo) it holds."""
+    out: dict[tuple[int, int], set] = defaultdict(set)
+    for r in lay.location_array():
+        out[(int(r[4]), int(r[3]))].add((int(r[0]), int(r[1]), int(r[2]), int(r[5])))
+    return out
+
+
+def mutated_positions(orig: Layout, mut: Layout) -> set[tuple[int, int]]:
+    """The (lane, VGPR)s whose contents differ between two layouts of one fragment."""
+    a, b = _positions(orig), _positions(mut)
+    return {p for p in set(a) | set(b) if a.get(p, set()) != b.get(p, set())}
+
+
+def _moved_lanes(orig: Layout, mut: Layout) -> set[int]:
+    """Lanes holding, in either layout, an element whose owners differ between the two."""
+    def owners(lay):
+        o: dict[tuple, set] = defaultdict(set)
+        for r in lay.location_array():
+            o[(int(r[0]), int(r[1]), int(r[2]))].add((int(r[4]), int(r[3]), int(r[5])))
+        return o
+
+    a, b = owners(orig), owners(mut)
+    moved = [e for e in set(a) | set(b) if a.get(e, set()) != b.get(e, set())]
+    return {lane for e in moved for (lane, _, _) in a.get(e, set()) | b.get(e, set())}
+
+
+# ----------------------------------------------------------------------------- mutant generation
+@dataclasses.dataclass
+class Mutant:
+    example: str
+    program: Program  # the original
+    index: int  # which of the example's programs
+    operator: str
+    operand: str  # A / B / C / A+B / free:<tensor> / barrier
+    how: str  # respecialised | direct
+    mutant: Program
+    changes: dict[int, tuple[Layout, Layout]]  # family root id -> (original, mutated) layout
+    dropped: int | None = None  # walk index of a dropped barrier
+
+    @property
+    def name(self) -> str:
+        return f"{self.example}/{self.program.target}#{self.index}/{self.operand}/{self.operator}"
+
+
+def _mma_row(prog: Program, instr: str):
+    return lookup(instr, prog.target)
+
+
+def _operand_mutations(prog: Program, fam: dict[str, Any]) -> list[tuple[str, Layout]]:
+    """(operator, mutated layout) for one declared layout family."""
+    root: Value = fam["root"]
+    lay = root.layout
+    roles = {r for r, _ in fam["feeds"]}
+    role = next(iter(roles)) if len(roles) == 1 else None
+    instr = fam["feeds"][0][1] if fam["feeds"] else None
+    if role is not None:  # mutate in the instruction's element width (the layout the user passes in)
+        hwl = _mma_row(prog, instr).layout(role, wave_size=prog.wave_size)
+        lay = lay.with_elem_bits(hwl.elem_bits)
+    lanes = dict(lay.in_dims)["lane"]
+    out = [("lane_swap", _lane_swap(lay, 5, 6)), ("vgpr_off_by_one", _vgpr_off_by_one(lay, 9))]
+    if lay.elem_bits < 32:
+        out.append(("slot_swap", _slot_swap(lay, 3)))
+    if role in ("A", "B") and prog.target == "gfx1100" and lanes == 32:
+        out.append(("replication_drop", _drop_upper_lanes(lay)))
+    if role == "C" and prog.target in ("gfx1100", "gfx1201"):
+        other = "gfx1201" if prog.target == "gfx1100" else "gfx1100"
+        try:
+            alt = lookup(instr, other).layout("C", wave_size=prog.wave_size)
+            out.append(("formula_swap", alt.with_elem_bits(lay.elem_bits)))
+        except TilesimError:
+            pass  # the other generation lacks the instruction (fp8 WMMA is gfx12 only)
+    if role in ("A", "B"):
+        row = _mma_row(prog, instr)
+        out.append(("k_perm_one", _k_perm(lay, "col" if role == "A" else "row", _k_swap(row.k))))
+    return [(op, m) for op, m in out if m != lay]  # a no-op is not a mutant
+
+
+def _respecialise(example: str, prog: Program, **opts: Any) -> Program:
+    kern = {"gemm": gemm.gemm, "lds_gemm": lds_gemm.lds_gemm}[example]
+    mma = next(op.attr("instr") for op in prog.walk() if op.kind == "mma")
+    extra = dict(lds_gemm.SMEM["swizzled"]) if example == "lds_gemm" else {}
+    return kern.specialize(target=prog.target, wave_size=prog.wave_size, mma=mma, **dict(prog.sizes), **extra, **opts)
+
+
+def mutants(example: str, index: int, prog: Program) -> list[Mutant]:
+    fams = layout_families(prog)
+    out: list[Mutant] = []
+    by_role: dict[str, dict] = {}
+    for fam in fams:
+        roles = {r for r, _ in fam["feeds"]}
+        label = next(iter(roles)) if len(roles) == 1 else f"free:{fam['tensor'] or fam['op']}%{fam['root'].id}"
+        if len(roles) == 1:
+            by_role[label] = fam
+        for opname, mut in _operand_mutations(prog, fam):
+            new = {m: mut for m in fam["members"]}
+            how = "direct"
+            mp = replace_layouts(prog, new)
+            if example == "gemm" and label in ("A", "B", "C"):
+                mp = _respecialise(example, prog, **{f"{label.lower()}_layout": mut})
+                how = "respecialised"
+            out.append(Mutant(example, prog, index, opname, label, how, mp,
+                              {fam["root"].id: (fam["root"].layout, mut)}))
+    if "A" in by_role and "B" in by_role:
+        fa, fb = by_role["A"], by_role["B"]
+        instr = fa["feeds"][0][1]
+        row = _mma_row(prog, instr)
+        la = fa["root"].layout.with_elem_bits(row.layout("A", wave_size=prog.wave_size).elem_bits)
+        lb = fb["root"].layout.with_elem_bits(row.layout("B", wave_size=prog.wave_size).elem_bits)
+        perm = _k_swap(row.k)
+        ma, mb = _k_perm(la, "col", perm), _k_perm(lb, "row", perm)
+        if example == "gemm":
+            mp, how = _respecialise(example, prog, a_layout=ma, b_layout=mb), "respecialised"
+        else:
+            mp, how = replace_layouts(prog, {**{m: ma for m in fa["members"]}, **{m: mb for m in fb["members"]}}), "direct"
+        out.append(Mutant(example, prog, index, "k_perm_shared", "A+B", how, mp,
+                          {fa["root"].id: (fa["root"].layout, ma), fb["root"].id: (fb["root"].layout, mb)}))
+    barriers = [i for i, op in enumerate(prog.walk()) if op.kind == "barrier"]
+    loop_barriers = set()
+    for op in prog.walk():
+        if op.kind == "loop":
+            inner = [o for o in op.attr("body").ops if o.kind == "barrier"]
+            loop_barriers |= {id(o) for o in inner}
+    walk = prog.walk()
+    for i in barriers:
+        if example == "lds_gemm" and id(walk[i]) in loop_barriers:
+            mp, how = _respecialise(example, prog, drop_barrier=True), "respecialised"
+        else:
+            mp, how = drop_op(prog, i), "direct"
+        out.append(Mutant(example, prog, index, "barrier_drop", "barrier", how, mp, {}, dropped=i))
+    return out
+
+
+# ----------------------------------------------------------------------------- inputs and judging
+def _probe_sets(example: str, prog: Program) -> list[dict[str, np.ndarray]]:
+    """Structured inputs whose outputs are exact small integers (GEMMs) or row-separable (softmax)."""
+    spec = EXAMPLES[example][1]
+    np_of = {t.name: _np_dtype(t.dtype) for t in prog.tensors}
+    if spec is None:
+        M, N = prog.tensor("X").shape
+        r, c = np.arange(M)[:, None], np.arange(N)[None, :]
+        return [{"X": (40.0 * (r % 5) - 0.5 * ((7 * c + 3 * r) % N)).astype(np.float32)}]
+    _, a, b, bt, extra = spec
+    M, K = prog.tensor(a).shape
+    N = prog.tensor(b).shape[0 if bt else 1]
+    i, j, k = np.arange(M)[:, None], np.arange(N)[None, :], np.arange(K)
+    sets = []
+    for enc in (k % 16 + 1, k // 16 + 1):
+        code = enc.astype(np.float64)
+        for s in range(0, K, min(M, N)):
+            for A, B in (((k[None, :] == (i + s) % K).astype(np.float64), code[:, None] * (1 + j % 2)),
+                         (code[None, :] * (1 + i % 2), (k[:, None] == (j + s) % K).astype(np.float64))):
+                arr = {a: A.astype(np_of[a]), b: (B.T if bt else B).astype(np_of[b])}
+                arr.update({e: np.zeros(prog.tensor(e).shape, np_of[e]) for e in extra})
+                sets.append(arr)
+    return sets
+
+
+def _np_dtype(dt: str):
+    return {"f16": np.float16, "f32": np.float32, "i8": np.int8, "i32": np.int32}.get(dt, np.float32)
+
+
+def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    for k, v in a.items():
+        x, y = np.asarray(v, np.float64), np.asarray(b[k], np.float64)
+        if not ((x == y) | (np.isnan(x) & np.isnan(y))).all():
+            return False
+    return True
+
+
+_POS = re.compile(r"lane (\d+), VGPR (\d+)")
+_LANESET = re.compile(r"(?:lanes involved|replicas missing in lanes|program differs on lanes): ?([0-9, \-]+)")
+
+
+def _parse_ranges(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out |= set(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _check_blame(m: Mutant, findings: list) -> tuple[bool, str]:
+    """Exact when an error names the mutated operand, at least one (lane, VGPR) it names is a mutated
+    position, and any lane list it gives holds every mutated lane and only lanes holding a moved element."""
+    want_ops = {"A+B": ("A", "B")}.get(m.operand, (m.operand,))
+    for f in findings:
+        if f.severity != "error":
+            continue
+        for orig, mut in m.changes.values():
+            hw_bits = None  # the instruction's element width for the mutated operand (free layouts: their own)
+            for op in (_op for _op in m.program.walk() if _op.kind == "mma"):
+                for name in "ABC"[: len(op.args)]:
+                    if name in want_ops:
+                        hw_bits = _mma_row(m.program, op.attr("instr")).layout(name, wave_size=m.program.wave_size).elem_bits
+            o = orig.with_elem_bits(hw_bits or orig.elem_bits)
+            u = mut.with_elem_bits(hw_bits or orig.elem_bits)
+            M = mutated_positions(o, u)
+            named = {(int(a), int(b)) for a, b in _POS.findall(f.message)}
+            if m.operand in ("A", "B", "C") and f"operand {m.operand}" not in f.where:
+                continue
+            if not named & M:
+                continue
+            sets = [_parse_ranges(s) for s in _LANESET.findall(f.message)]
+            lanes_m = {lane for lane, _ in M}
+            allowed = _moved_lanes(o, u) | lanes_m
+            if all(lanes_m <= s <= allowed for s in sets):
+                return True, f"check: {f.where}"
+    return False, "check error does not name a mutated (lane, VGPR)"
+
+
+def _diff_blame(m: Mutant, res, out_name: str, bad: np.ndarray, got: np.ndarray, ref: np.ndarray) -> tuple[bool, str]:
+    lines, _ = blame(res, out_name, bad, got, expected=ref, limit=1)
+    if not lines:
+        return False, "no blame line"
+    first = lines[0]
+    pos = _POS.search(first)
+    for orig, mut in m.changes.values():
+        M = mutated_positions(orig, mut)
+        if m.operand in ("A", "B"):
+            lm = re.search(rf"{m.operand} lanes ([0-9, \-]+)", first)
+            if lm and _parse_ranges(lm.group(1)) & {lane for lane, _ in M}:
+                return True, "diff: operand lanes"
+        elif pos and (int(pos.group(1)), int(pos.group(2))) in M:
+            return True, "diff: store lane/VGPR"
+    return False, f"diff blame elsewhere: {first[:120]}"
+
+
+def _out_of_tol(got: np.ndarray, ref: np.ndarray, tol: tuple[float, float]) -> np.ndarray:
+    """``run()``'s judgement: |got - ref| <= atol + rtol * (max|ref| + 1), NaN equal to NaN."""
+    rtol, atol = tol
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    with np.errstate(invalid="ignore"):
+        return ~(np.abs(got - ref) <= atol + rtol * (np.nanmax(np.abs(ref)) + 1.0)) & ~(np.isnan(got) & np.isnan(ref))
+
+
+class _Baseline:
+    def __init__(self, example: str, prog: Program) -> None:
+        mod = EXAMPLES[example][0]
+        self.example, self.prog = example, prog
+        self.random = mod.inputs(prog, seed=0)
+        self.ref = mod.reference(**self.random)
+        self.probes = _probe_sets(example, prog)
+        self.sets = [self.random, *self.probes]
+        self.outs = [ts.simulate(prog, **a).outputs for a in self.sets]
+        self.tol = _tol(prog)
+
+
+def judge(m: Mutant, base: _Baseline) -> dict[str, Any]:
+    rec: dict[str, Any] = {"mutant": m.name, "example": m.example, "target": m.program.target,
+                           "operand": m.operand, "operator": m.operator, "how": m.how}
+    try:
+        rep = ts.check(m.mutant)
+        findings = rep.findings
+    except TilesimError as e:  # a check that refuses the program counts as an error report
+        findings = [type("F", (), {"severity": "error", "where": "check", "message": str(e)})()]
+    errors = [f for f in findings if f.severity == "error"]
+    warnings = [f for f in findings if f.severity == "warning"]
+    rec["check_errors"] = [f"{f.where}: {f.message}" for f in errors][:3]
+    rec["check_warnings"] = [f"{f.where}: {f.message}" for f in warnings][:3]
+    changed, sim_err = False, None
+    res0 = None
+    for arrays, want in zip(base.sets, base.outs):
+        try:
+            res = ts.simulate(m.mutant, **arrays)
+        except TilesimError as e:
+            sim_err = str(e)
+            changed = True
+            break
+        if res0 is None:
+            res0 = res
+        if not _same(res.outputs, want):
+            changed = True
+    rec["result_changing"] = changed
+    # Bugs by construction whose values the hardware does not define (the simulator orders waves and
+    # reads one RDNA3 copy, so its values may not change): a data race, a missing replica.
+    rec["hazard"] = m.operator in HAZARDS
+    rec["bug"] = changed or rec["hazard"]
+    diff_bad = None
+    if res0 is not None:
+        for name, ref in base.ref.items():
+            got = np.asarray(res0.outputs[name], np.float64)
+            ref = np.asarray(ref, np.float64)
+            bad = _out_of_tol(got, ref, base.tol)
+            if bad.any():
+                diff_bad = (name, bad, got, ref)
+                break
+    races = res0.report.race_count if res0 is not None else 0
+    repl = res0.report.replication_count if res0 is not None else 0
+    rec.update(caught_by_check=bool(errors), caught_by_diff=diff_bad is not None, races=races,
+               replication_violations=repl, simulate_error=sim_err)
+    rec["detected"] = bool(errors) or diff_bad is not None or races > 0 or repl > 0 or sim_err is not None
+    exact, why = False, ""
+    if m.operator == "barrier_drop":
+        first = res0.report.races[0] if res0 is not None and res0.report.races else ""
+        mm = re.search(r"workgroup (\d+), wave (\d+) at LDS byte (\d+) conflicts with a \w+ by wave (\d+)", first)
+        exact = bool(mm) and mm.group(2) != mm.group(4)
+        why = f"race: {first[:140]}" if first else "no race reported"
+    elif errors:
+        exact, why = _check_blame(m, errors)
+    elif diff_bad is not None:
+        exact, why = _diff_blame(m, res0, *diff_bad)
+    if diff_bad is not None and m.operator not in HAZARDS:  # the simulator's own blame, as run() gives it
+        rec["diff_blame_exact"], rec["diff_blame"] = _diff_blame(m, res0, *diff_bad)
+    rec["exact_blame"] = exact if rec["detected"] else False
+    rec["blame"] = why
+    if m.operator == "k_perm_shared":
+        rec["equivalent_warning"] = any("equivalent, but not the hardware layout" in f.message for f in warnings)
+    return rec
+
+
+# ----------------------------------------------------------------------------- campaign
+HAZARDS = ("barrier_drop", "replication_drop")
+
+QUICK = {  # (example, program index): one program per example family, the RDNA3/RDNA4 ports first
+    ("gemm", 0), ("gemm", 1), ("gemm", 2), ("lds_gemm", 0), ("softmax", 0), ("int8_gemm", 1), ("fp8_gemm", 0),
+}
+
+
+def run_campaign(quick: bool = False) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    records, baselines = [], []
+    for example, (mod, _) in EXAMPLES.items():
+        for index, prog in enumerate(mod.programs()):
+            if quick and (example, index) not in QUICK:
+                continue
+            base = _Baseline(example, prog)
+            rep0 = ts.check(prog)
+            ok0 = rep0.ok and not any(_out_of_tol(base.outs[0][n], r, base.tol).any() for n, r in base.ref.items())
+            baselines.append({"program": f"{example}/{prog.target}#{index}", "check_ok": rep0.ok, "clean": bool(ok0)})
+            for m in mutants(example, index, prog):
+                records.append(judge(m, base))
+    changing = [r for r in records if r["bug"]]
+    preserving = [r for r in records if not r["bug"]]
+    detected = [r for r in changing if r["detected"]]
+    exact = [r for r in detected if r["exact_blame"]]
+    shared = [r for r in records if r["operator"] == "k_perm_shared"]
+    by_op: dict[str, Counter] = defaultdict(Counter)
+    for r in records:
+        c = by_op[r["operator"]]
+        c["mutants"] += 1
+        c["bugs"] += r["bug"]
+        c["result_changing"] += r["result_changing"]
+        c["detected"] += r["bug"] and r["detected"]
+        c["exact_blame"] += r["bug"] and r["detected"] and r["exact_blame"]
+        c["by_check"] += r["caught_by_check"]
+    summary = {
+        "mode": "quick" if quick else "full",
+        "programs": len(baselines),
+        "mutants": len(records),
+        "bugs": len(changing),
+        "result_changing": sum(r["result_changing"] for r in records),
+        "hazards": sum(r["hazard"] for r in records),
+        "detected": len(detected),
+        "detection_rate": len(detected) / len(changing) if changing else 1.0,
+        "exact_blame": len(exact),
+        "exact_blame_rate": len(exact) / len(detected) if detected else 1.0,
+        "caught_by_diff": sum(r["caught_by_diff"] for r in changing),
+        "diff_blame_exact": sum(bool(r.get("diff_blame_exact")) for r in changing),
+        "result_preserving": len(preserving),
+        "k_perm_shared": len(shared),
+        "k_perm_shared_warned": sum(bool(r.get("equivalent_warning")) and not r["check_errors"] for r in shared),
+        "preserving_with_check_error": sum(bool(r["check_errors"]) for r in preserving),
+        "baselines_clean": sum(b["clean"] for b in baselines),
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    return {"summary": summary, "by_operator": {k: dict(v) for k, v in sorted(by_op.items())},
+            "baselines": baselines, "escaped": [r for r in changing if not r["detected"]],
+            "inexact": [r for r in detected if not r["exact_blame"]], "mutants": records}
+
+
+def table(doc: dict[str, Any]) -> str:
+    s = doc["summary"]
+    lines = [f"{'operator':18} {'mutants':>7} {'bugs':>5} {'changing':>8} {'detected':>8} {'by check':>8} {'exact':>6}"]
+    for op, c in doc["by_operator"].items():
+        lines.append(f"{op:18} {c['mutants']:>7} {c['bugs']:>5} {c['result_changing']:>8} {c['detected']:>8} "
+                     f"{c['by_check']:>8} {c['exact_blame']:>6}")
+    lines.append("")
+    lines.append(f"{s['mode']} run: {s['programs']} programs, {s['mutants']} mutants in {s['seconds']} s; "
+                 f"baselines clean {s['baselines_clean']}/{s['programs']}")
+    lines.append(f"bugs {s['bugs']} ({s['result_changing']} result-changing, {s['hazards']} races/missing replicas): "
+                 f"detected {s['detected']} "
+                 f"({100 * s['detection_rate']:.1f}%), exact blame {s['exact_blame']} "
+                 f"({100 * s['exact_blame_rate']:.1f}% of detected)")
+    lines.append(f"the simulated diff alone catches {s['caught_by_diff']} of the bugs; its store-side blame "
+                 f"is exact for {s['diff_blame_exact']} of those")
+    lines.append(f"result-preserving {s['result_preserving']}: k_perm_shared {s['k_perm_shared']} "
+                 f"(warned 'equivalent, but not the hardware layout' with no error: {s['k_perm_shared_warned']}); "
+                 f"with a check error: {s['preserving_with_check_error']}")
+    for r in doc["escaped"][:10]:
+        lines.append(f"ESCAPED: {r['mutant']}")
+    for r in doc["inexact"][:10]:
+        lines.append(f"inexact blame: {r['mutant']}: {r['blame']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="one program per example (the CI slice)")
+    ap.add_argument("--json", default=str(DEFAULT_JSON), help="where to write the results")
+    args = ap.parse_args(argv)
+    doc = run_campaign(quick=args.quick)
+    Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    print(table(doc))
+    s = doc["summary"]
+    return 0 if s["detected"] == s["bugs"] and s["k_perm_shared_warned"] == s["k_perm_shared"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
