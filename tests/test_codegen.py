@@ -121,3 +121,26 @@ def test_what_is_not_emitted_says_so():
     with pytest.raises(CodegenError, match="f32 only"):
         emit_hip(p)
     assert run(p, X=np.ones((16, 16), np.float16)).status == "SIMULATED_ONLY"
+
+
+def test_mismatch_heatmap_from_provenance():
+    """A MISMATCH verdict's heatmap counts the wrong elements per (lane, VGPR) that stored them.
+    The device run is stood in for by a numpy array (no GPU here): a real run is in
+    tests/test_run_device.py; this checks the counting."""
+    from examples.gemm_planted import programs, inputs, reference
+    from tilesim.diff import verdict as vd
+    from tilesim.wave.sim import simulate
+
+    p = programs()[0]  # lane 5's accumulator rows swapped
+    arrays = inputs(p)
+    res = simulate(p, **arrays)
+    ref = reference(**arrays)["C"]
+    bad = np.abs(res["C"] - ref) > 1e-3
+    counts = np.zeros((32, 4), np.int64)
+    hit = res.provenance["C"][bad]
+    np.add.at(counts, (hit[:, 2], hit[:, 3]), 1)
+    assert counts.sum() == bad.sum() and set(np.nonzero(counts.sum(1))[0]) == {5}
+    v = vd.Verdict("MISMATCH", p, "stand-in", res.outputs, device=res.outputs, mismatch_counts=counts)
+    assert "lane 5, v2:" in v.heatmap_svg()
+    with pytest.raises(TilesimError, match="no mismatches"):
+        vd.Verdict("COMPILE_ONLY", p, "x", {}).heatmap_svg()

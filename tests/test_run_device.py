@@ -52,6 +52,7 @@ def test_planted_accumulator_bug_mismatches_with_the_lane_named():
     assert "reference" in v.reason  # the device agrees with the simulator; both differ from the intent
     assert v.device_vs_sim["C"] <= 1e-5
     assert "lane 5," in v.blame[0] and "lanes 5 only" in v.pattern
+    assert set(np.nonzero(v.mismatch_counts.sum(1))[0]) == {5} and "lane 5, v" in v.heatmap_svg()
 
 
 @pytest.mark.cuda

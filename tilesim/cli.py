@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--device", choices=("auto", "none"), default="auto")
     rn.add_argument("--seed", type=int, default=0)
     rn.add_argument("--format", choices=("text", "json"), default="text")
+    rn.add_argument("--heatmap", default=None, metavar="FILE.svg",
+                    help="on MISMATCH, write a lane x VGPR heatmap of the wrong elements")
 
     gl = sub.add_parser("gallery", help="write a static HTML gallery of every instruction's layouts")
     gl.add_argument("outdir")
@@ -394,6 +396,11 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
             else None
         verdicts.append(run(prog, device=args.device, reference=ref, **arrays))
     code = 1 if any(v.status == "MISMATCH" for v in verdicts) else 0
+    bad = [v for v in verdicts if v.status == "MISMATCH"]
+    if args.heatmap and bad:
+        from pathlib import Path
+
+        Path(args.heatmap).write_text(bad[0].heatmap_svg())
     if args.format == "json":
         return json.dumps([v.to_dict() for v in verdicts], indent=1), code
     return "\n\n".join(str(v) for v in verdicts), code

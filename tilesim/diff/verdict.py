@@ -49,6 +49,16 @@ class Verdict:
     sim_vs_reference: dict[str, float] = field(default_factory=dict)
     device_vs_sim: dict[str, float] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
+    mismatch_counts: np.ndarray | None = None  # int[lane, vgpr]: wrong elements each register stored
+
+    def heatmap_svg(self) -> str:
+        """A lane x VGPR heatmap of the mismatching elements (MISMATCH verdicts only)."""
+        from tilesim.layouts.pictures import svg_heatmap
+
+        if self.mismatch_counts is None:
+            raise TilesimError(f"no mismatches to draw: the verdict is {self.status}")
+        return svg_heatmap(self.mismatch_counts, f"{self.program.name} on {self.program.target}: wrong elements "
+                                                 "per lane and VGPR that stored them")
 
     def __post_init__(self) -> None:
         if self.status not in VERDICTS:
@@ -196,6 +206,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
                        report=rep)
     rtol, atol = _tol(prog)
     diffs, blames, patterns, why = {}, [], [], []
+    counts: np.ndarray | None = None
     for name, got in dev.items():
         want = np.asarray(res.outputs[name], np.float64)
         diffs[name] = float(np.nanmax(np.abs(got - want))) if got.size else 0.0
@@ -208,6 +219,13 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
             bad = ~(np.abs(got - ref) <= atol + rtol * (np.nanmax(np.abs(ref)) + 1.0)) & ~(np.isnan(got) & np.isnan(ref))
             if bad.any():
                 why.append(f"{name}: device differs from the {label} in {int(bad.sum())} elements")
+                prov = res.provenance.get(name)
+                if prov is not None:
+                    nregs = max(1, int(prov[..., 3].max()) + 1)
+                    counts = np.zeros((prog.wave_size, nregs), np.int64) if counts is None else counts
+                    hit = prov[bad]
+                    hit = hit[hit[:, 0] >= 0]
+                    np.add.at(counts, (hit[:, 2], np.minimum(hit[:, 3], counts.shape[1] - 1)), 1)
                 b, pat = blame(res, name, bad, got, expected=ref)
                 blames += b
                 patterns.append(pat)
@@ -217,4 +235,5 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     reason = (f"ran on {desc} (sm_{cc}); device equals the simulator{extra} within rtol {rtol:.2g}" if not why
               else f"ran on {desc} (sm_{cc}); " + "; ".join(why))
     return Verdict(status, prog, reason, res.outputs, device=dev, device_name=desc, blame=blames,
-                   pattern="; ".join(patterns), sim_vs_reference=sim_ref, device_vs_sim=diffs, report=rep)
+                   pattern="; ".join(patterns), sim_vs_reference=sim_ref, device_vs_sim=diffs, report=rep,
+                   mismatch_counts=counts)
