@@ -1,7 +1,8 @@
 """Layouts: exact maps between hardware positions (lane, slot, wave…) and logical coordinates."""
 
 from tilesim.layouts.expr import IndexExpr, Term, expressions
-from tilesim.layouts.layout import Dims, Layout, Location, compose, product
+from tilesim.layouts.algebra import compose, product
+from tilesim.layouts.layout import Dims, Layout, Location
 from tilesim.layouts.render import FORMATS, from_json, render, render_matrix, render_registers, to_csv, to_json
 
 __all__ = [
