@@ -2,10 +2,16 @@
 
 from tilesim.layouts.expr import IndexExpr, Term, expressions
 from tilesim.layouts.algebra import compose, product
+from tilesim.layouts.compare import compare_layouts
+from tilesim.layouts.index_maps import IndexMapReport, check_index_maps, from_index_maps
 from tilesim.layouts.layout import Dims, Layout, Location
 from tilesim.layouts.render import FORMATS, from_json, render, render_matrix, render_registers, to_csv, to_json
 
 __all__ = [
+    "IndexMapReport",
+    "check_index_maps",
+    "compare_layouts",
+    "from_index_maps",
     "Dims",
     "FORMATS",
     "IndexExpr",
