@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 import tilesim as ts
+from examples.gemm import gemm
 from tilesim.errors import InstructionError, LayoutError, TargetError
 from tilesim.hw.targets import TARGETS, Target, has
 from tilesim.layouts import Layout
@@ -316,34 +317,20 @@ def test_assert_layout_equal_on_random_layouts(data: st.DataObject) -> None:
         assert_layout_equal(a, b)
 
 
-@ts.kernel
-def _gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
-          *, mma="v_wmma_f32_16x16x16_f16", c_layout=None):
-    op = ts.mma_op(mma)
-    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-    tm, tn = ts.tile_id(0), ts.tile_id(1)
-    acc = ts.zeros(c_layout or op.layout("C"), "f32")
-    for k in ts.range(0, A.shape[1], op.k):
-        a = ts.load(A[tm * op.m:, k:], op.layout("A"))
-        b = ts.load(B[k:, tn * op.n:], op.layout("B"))
-        acc = ts.mma(op, a, b, acc)
-    ts.store(C[tm * op.m:, tn * op.n:], acc)
-
-
 def test_assert_equivalent_passes_across_targets() -> None:
-    rdna3 = _gemm.specialize(target="gfx1100", M=16, N=32, K=32)
-    rdna4 = _gemm.specialize(target="gfx1201", M=16, N=32, K=32)
+    rdna3 = gemm.specialize(target="gfx1100", M=16, N=32, K=32)
+    rdna4 = gemm.specialize(target="gfx1201", M=16, N=32, K=32)
     res = assert_equivalent(rdna3, rdna4, max_lines=4)
     assert res.equal and res.runs == 4 * 4 + 3  # 4 rows and 4 columns of A and of B, 3 random
 
 
 def test_assert_equivalent_fails_with_the_differing_element() -> None:
-    good = _gemm.specialize(target="gfx1100", M=16, N=32, K=32)
-    planted = _gemm.specialize(target="gfx1100", M=16, N=32, K=32, c_layout=RDNA4_D)  # an RDNA3 port bug
+    good = gemm.specialize(target="gfx1100", M=16, N=32, K=32)
+    planted = gemm.specialize(target="gfx1100", M=16, N=32, K=32, c_layout=RDNA4_D)  # an RDNA3 port bug
     with pytest.raises(AssertionError) as e:
         assert_equivalent(good, planted, max_lines=4)
     msg = str(e.value)
-    assert "_gemm on gfx1100 (wave32) and _gemm on gfx1100 (wave32) are not equivalent" in msg
+    assert "gemm on gfx1100 (wave32) and gemm on gfx1100 (wave32) are not equivalent" in msg
     assert "C[" in msg and "elements differ" in msg
 
 
