@@ -56,7 +56,19 @@ class ToolchainError(TilesimError):
 
 
 class DeviceError(TilesimError):
-    """A device runtime that is missing or failed."""
+    """A device runtime that is missing or failed.
+
+    ``kind`` says how (``launch``, ``oom``, ``watchdog``, ``crash``; ``unavailable`` when there is
+    no usable device); ``exit_status`` is the device process's exit status when it ran in one
+    (negative: killed by that signal); ``timeout_s`` the watchdog limit that fired.
+    """
+
+    def __init__(self, message: str = "", *, kind: str = "unavailable", exit_status: int | None = None,
+                 timeout_s: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.exit_status = exit_status
+        self.timeout_s = timeout_s
 
 
 def choices(values: Iterable[object], limit: int = 40) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tilesim.codegen.idents import c_identifiers, comment_text
 from tilesim.errors import TilesimError
 from tilesim.hw.targets import get_target
 from tilesim.ir.core import Block, LdsLayout, Op, Program, Value
@@ -110,17 +111,15 @@ class Emitted:
         return self.source
 
 
-def _ident(name: str) -> str:
-    s = re.sub(r"[^0-9A-Za-z_]", "_", name)
-    return s if s and not s[0].isdigit() else "k_" + s
-
-
 class _Gen:
     def __init__(self, prog: Program) -> None:
         self.p = prog
         self.t = get_target(prog.target)
         self.amd = self.t.vendor == "amd"
         self.lines: list[str] = []
+        # user names -> safe identifiers (tilesim/codegen/idents.py); the kernel name is taken first
+        self.kernel = c_identifiers([prog.name], "k")[prog.name]
+        self.names = c_identifiers([t.name for t in prog.tensors], "t", taken=[self.kernel])
         self.decls: dict[str, str] = {}
         self.structs: set[int] = set()
         self.vectors: set[str] = set()
@@ -200,6 +199,7 @@ class _Gen:
 
     def _global(self, op: Op, v: Value, row0: object, col0: object, d: int, store: bool) -> None:
         tp = self.p.tensor(op.attr("tensor"))
+        arg = self.names[tp.name]
         bits = dtype(v.dtype).reg_bits
         tbits = dtype(tp.dtype).reg_bits
         if bits != tbits:
@@ -224,9 +224,9 @@ class _Gen:
         if bits == 64:
             self.emit(d + 2, f"if ({ok}) {{")
             if store:
-                self.emit(d + 3, f"{tp.name}[gr * {cols} + gc] = ((ts_u64){f}.r[2 * s + 1] << 32) | {f}.r[2 * s];")
+                self.emit(d + 3, f"{arg}[gr * {cols} + gc] = ((ts_u64){f}.r[2 * s + 1] << 32) | {f}.r[2 * s];")
             else:
-                self.emit(d + 3, f"const ts_u64 x = {tp.name}[gr * {cols} + gc];")
+                self.emit(d + 3, f"const ts_u64 x = {arg}[gr * {cols} + gc];")
                 self.emit(d + 3, f"{f}.r[2 * s] = (ts_u32)x; {f}.r[2 * s + 1] = (ts_u32)(x >> 32);")
             self.emit(d + 2, "}" if store else f"}} else {{ {f}.r[2 * s] = 0u; {f}.r[2 * s + 1] = 0u; }}")
         else:
@@ -234,9 +234,9 @@ class _Gen:
             mask = (1 << bits) - 1
             self.emit(d + 2, f"const int v = s / {per}, lo = (s % {per}) * {bits};")
             if store:
-                self.emit(d + 2, f"if ({ok}) {tp.name}[gr * {cols} + gc] = ({_UINT[bits]})(({f}.r[v] >> lo) & {mask}u);")
+                self.emit(d + 2, f"if ({ok}) {arg}[gr * {cols} + gc] = ({_UINT[bits]})(({f}.r[v] >> lo) & {mask}u);")
             else:
-                self.emit(d + 2, f"const ts_u32 x = ({ok}) ? (ts_u32){tp.name}[gr * {cols} + gc] : 0u;")
+                self.emit(d + 2, f"const ts_u32 x = ({ok}) ? (ts_u32){arg}[gr * {cols} + gc] : 0u;")
                 self.emit(d + 2, f"{f}.r[v] = ({f}.r[v] & ~({mask}u << lo)) | (x << lo);")
         self.emit(d + 1, "}")
         self.emit(d, "}")
@@ -358,7 +358,7 @@ class _Gen:
         elif isinstance(y, Value):
             yv = f"(float){self.sref(y)}"
         else:
-            yv = "0.0f" if y is None else f"{float(y)!r}f"
+            yv = "0.0f" if y is None else _f32_literal(float(y))
         a = f"ts_f32({fx}.r[i])"
         expr = {"add": f"{a} + {yv}", "sub": f"{a} - {yv}", "mul": f"{a} * {yv}", "div": f"{a} / {yv}", "neg": f"-{a}",
                 "max": f"TS_FMAXF({a}, {yv})", "min": f"TS_FMINF({a}, {yv})", "exp": f"TS_EXPF({a})"}[op.attr("op")]
@@ -464,6 +464,16 @@ class _Gen:
         self.emit(d, "}")
 
 
+def _f32_literal(x: float) -> str:
+    """A C float constant for ``x``; raw f32 bits where the value is not finite in f32 (``inff`` and
+    ``nanf`` are no C literals)."""
+    with np.errstate(over="ignore"):
+        f = np.float32(x)
+    if np.isfinite(f):
+        return f"{x!r}f"
+    return f"ts_f32(0x{int(np.array(f, np.float32).view(np.uint32)):08x}u)"
+
+
 def _immediates(row: MatrixInstruction, args: tuple[str, ...], mods: dict[str, int]) -> list[int]:
     """Values of the builtin's immediate arguments, in order, from the op's modifiers."""
     imms = [t for t in args if t.startswith("imm:")]
@@ -487,15 +497,19 @@ def emit_hip(prog: Program) -> Emitted:
     """HIP (AMD) or CUDA (NVIDIA) C++ source of a program, ready for the offline compiler or NVRTC."""
     if not isinstance(prog, Program):
         raise CodegenError(f"emit_hip() takes a specialised Program, got {type(prog).__name__}")
+    seen = [t.name for t in prog.tensors]
+    dup = sorted({n for n in seen if seen.count(n) > 1})
+    if dup:
+        raise CodegenError(f"tensor names must be distinct; {dup[0]!r} names {seen.count(dup[0])} tensors")
     g = _Gen(prog)
     g.block(prog.body, 1)
-    name = _ident(prog.name)
+    name = g.kernel
     params = []
     for tp in prog.tensors:
         bits = dtype(tp.dtype).reg_bits
         if bits not in _UINT:
             raise CodegenError(f"tensor {tp.name}: {tp.dtype} ({bits}-bit) elements are not emitted yet")
-        params.append(f"{'' if tp.output else 'const '}{_UINT[bits]}* __restrict__ {_ident(tp.name)}")
+        params.append(f"{'' if tp.output else 'const '}{_UINT[bits]}* __restrict__ {g.names[tp.name]}")
     structs = [f"struct ts_r{n} {{ ts_u32 r[{n}]; }};" for n in sorted(g.structs)]
     vecs = sorted(g.vectors)
     scratch = getattr(g, "scratch", 0) * prog.waves_per_workgroup
@@ -506,9 +520,9 @@ def emit_hip(prog: Program) -> Emitted:
     lds = ([f"  TS_SHARED __attribute__((aligned(16))) ts_u8 ts_lds[{total}];"] if total else [])
     lds += [f"  enum {{ TS_SCRATCH = {g.lds_top} }};"] if scratch else []
     head = [
-        f"// generated by tilesim from kernel {prog.name!r}: target {prog.target}, wave{prog.wave_size}, "
-        f"{prog.waves_per_workgroup} wave(s)/workgroup, grid {prog.grid}",
-        f"// sizes: {', '.join(f'{k}={v}' for k, v in prog.sizes)}",
+        f"// generated by tilesim from kernel {ascii(prog.name)}: target {comment_text(prog.target)}, "
+        f"wave{prog.wave_size}, {prog.waves_per_workgroup} wave(s)/workgroup, grid {comment_text(prog.grid)}",
+        f"// sizes: {comment_text(', '.join(f'{k}={v}' for k, v in prog.sizes))}",
         _PRELUDE.rstrip(),
         *(["#if TS_AMD", *vecs, "#endif"] if vecs else []),
         *structs,
@@ -524,4 +538,4 @@ def emit_hip(prog: Program) -> Emitted:
     src = "\n".join(head + g.lines + ["}", ""])
     grid = tuple(prog.grid) + (1,) * (3 - len(prog.grid))
     return Emitted(prog, src, name, grid[:3], (prog.waves_per_workgroup * prog.wave_size, 1, 1),  # type: ignore[arg-type]
-                   tuple(_ident(t.name) for t in prog.tensors), total, tuple(dict.fromkeys(g.builtins)))
+                   tuple(g.names[t.name] for t in prog.tensors), total, tuple(dict.fromkeys(g.builtins)))

@@ -7,15 +7,24 @@ Verdicts — never MATCH without a device run:
   (workgroup, wave, lane, VGPR, bits) that stored them, the instruction and operand lanes that
   computed them, and the pattern over all differences ("only lanes 16-31", "rows permuted");
 * ``COMPILE_ONLY`` — compiled (AMD, offline clang) but no device to run on;
-* ``SIMULATED_ONLY`` — simulated, nothing compiled (NVIDIA targets need NVRTC, i.e. a CUDA device).
+* ``SIMULATED_ONLY`` — simulated, nothing compiled (NVIDIA targets need NVRTC, i.e. a CUDA device);
+* ``DEVICE_ERROR`` — a device run was attempted and failed: NVRTC error, launch failure, out of
+  memory, a crash of the device process, or a hang past the watchdog (``device_timeout``,
+  :mod:`tilesim.hw.watchdog`); the reason, the kind and the device process's exit status are kept.
+
+The device step runs in a child process under a watchdog, so a hung kernel cannot hang tilesim.
+A runner's result must name every output tensor with its shape, or it is a DEVICE_ERROR too.
 
 When a ``reference`` (float64 outputs) is given, the simulator is compared with it too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,6 +32,8 @@ import numpy as np
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
 from tilesim.hw.targets import get_target
+from tilesim.hw.watchdog import device_timeout as _device_timeout
+from tilesim.hw.watchdog import guarded_call
 from tilesim.ir.core import Program, Value
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
@@ -31,7 +42,7 @@ from tilesim.wave.sim import SimResult, simulate
 
 __all__ = ["run", "Verdict", "VERDICTS", "blame"]
 
-VERDICTS = ("MATCH", "MISMATCH", "SIMULATED_ONLY", "COMPILE_ONLY")
+VERDICTS = ("MATCH", "MISMATCH", "SIMULATED_ONLY", "COMPILE_ONLY", "DEVICE_ERROR")
 
 
 @dataclass
@@ -50,6 +61,7 @@ class Verdict:
     device_vs_sim: dict[str, float] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
     mismatch_counts: np.ndarray | None = None  # int[lane, vgpr]: wrong elements each register stored
+    device_error: dict[str, Any] | None = None  # DEVICE_ERROR: kind, exit_status, timeout_s
 
     def heatmap_svg(self) -> str:
         """A lane x VGPR heatmap of the mismatching elements (MISMATCH verdicts only)."""
@@ -65,13 +77,17 @@ class Verdict:
             raise TilesimError(f"verdict {self.status!r}; valid: {VERDICTS}")
         if self.status in ("MATCH", "MISMATCH") and self.device is None:
             raise TilesimError("fail closed: MATCH/MISMATCH need a device run")
+        if self.status != "MATCH" and self.status != "MISMATCH" and self.device is not None:
+            raise TilesimError(f"fail closed: a {self.status} verdict carries no device outputs")
+        if (self.status == "DEVICE_ERROR") != (self.device_error is not None):
+            raise TilesimError("fail closed: device_error goes with, and only with, a DEVICE_ERROR verdict")
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.status, "program": self.program.name, "target": self.program.target,
                 "reason": self.reason, "device": self.device_name, "compile": self.compile_metadata,
                 "isa_excerpt": self.isa_excerpt, "blame": self.blame, "pattern": self.pattern,
                 "max_abs_sim_vs_reference": self.sim_vs_reference, "max_abs_device_vs_sim": self.device_vs_sim,
-                "report": self.report}
+                "report": self.report, "device_error": self.device_error}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1)
@@ -79,6 +95,10 @@ class Verdict:
     def __str__(self) -> str:
         p = self.program
         lines = [f"{self.status}: {p.name} on {p.target} — {self.reason}"]
+        if self.device_error is not None:
+            de = self.device_error
+            lines.append(f"  device error: {de.get('kind')}, device process exit status {de.get('exit_status')}"
+                         + (f", watchdog {de['timeout_s']:g} s" if de.get("timeout_s") else ""))
         if self.compile_metadata:
             md = self.compile_metadata
             lines.append(f"  compiled: {md.get('vgpr_count', '?')} VGPRs, {md.get('sgpr_count', '?')} SGPRs, "
@@ -162,11 +182,36 @@ def blame(res: SimResult, name: str, bad: np.ndarray, got: np.ndarray, limit: in
     return lines, "; ".join(parts)
 
 
+def _check_device_outputs(prog: Program, dev: object) -> str | None:
+    """Why a runner's result cannot be judged (None when it can): it must map every output tensor,
+    and only those, to a numeric array of the tensor's shape."""
+    want = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
+    if not isinstance(dev, dict):
+        return f"the runner returned a {type(dev).__name__}, not a dict of output tensors"
+    if set(dev) != set(want):
+        return f"the runner returned tensors {sorted(map(str, dev))}; outputs are {sorted(want)}"
+    for name, shape in want.items():
+        arr = dev[name]
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu" or arr.shape != shape:
+            got = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
+            return f"the runner returned {name} as {got}; expected a numeric array of shape {shape}"
+    return None
+
+
 def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray] | None = None,
+        runner: Callable[..., dict[str, np.ndarray]] | None = None, device_timeout: float | None = None,
         **arrays: np.ndarray) -> Verdict:
-    """Simulate, emit, compile, run on a device if one is present and usable, and judge."""
+    """Simulate, emit, compile, run on a device if one is present and usable, and judge.
+
+    ``runner(emitted, arrays) -> {output name: values}`` replaces the vendor's device runner (a
+    module-level function: it runs in a child process); ``device_timeout`` (seconds; default
+    ``TILESIM_DEVICE_TIMEOUT`` or 300) is the watchdog limit for the device step.
+    """
     if device not in ("auto", "none"):
         raise TilesimError(f"device must be 'auto' or 'none', got {device!r}")
+    if runner is not None and not callable(runner):
+        raise DeviceError(f"runner must be a function (emitted, arrays) -> outputs, got {type(runner).__name__}")
+    limit = _device_timeout(device_timeout)
     t = get_target(prog.target)
     res = simulate(prog, **arrays)
     rep = res.report.summary()
@@ -189,21 +234,43 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
                if ln.strip().startswith(("v_mfma", "v_wmma", "v_smfmac", "v_swmmac"))]
         from tilesim.hw.amd import amd_device
 
+        # the hip-python runner (tilesim.hw.amd.run_amd) is not wired in: it has never run on AMD
+        # hardware; an injected runner is judged like any device run
         ok, why = amd_device() if device == "auto" else (False, "--device none")
-        return Verdict("COMPILE_ONLY", prog, f"compiled offline for {t.name}; not run on AMD hardware ({why})",
-                       res.outputs, compile_metadata=comp.metadata, isa_excerpt=isa[:3], sim_vs_reference=sim_ref,
-                       report=rep)
-    from tilesim.hw.nvidia import cuda_device, run_nvidia
+        if runner is None or device == "none":
+            return Verdict("COMPILE_ONLY", prog, f"compiled offline for {t.name}; not run on AMD hardware ({why})",
+                           res.outputs, compile_metadata=comp.metadata, isa_excerpt=isa[:3],
+                           sim_vs_reference=sim_ref, report=rep)
+        desc, cc_text = getattr(runner, "__name__", "runner"), t.name
+    elif runner is not None and device == "auto":
+        desc, cc_text = getattr(runner, "__name__", "runner"), t.name
+        comp, isa = None, []
+    else:
+        from tilesim.hw.nvidia import cuda_device, run_nvidia
 
-    cc, desc = cuda_device() if device == "auto" else (None, "--device none")
-    if cc is None:
-        return Verdict("SIMULATED_ONLY", prog, f"emitted; not compiled or run: {desc}", res.outputs,
-                       sim_vs_reference=sim_ref, report=rep)
+        cc, desc = cuda_device() if device == "auto" else (None, "--device none")
+        if cc is None:
+            return Verdict("SIMULATED_ONLY", prog, f"emitted; not compiled or run: {desc}", res.outputs,
+                           sim_vs_reference=sim_ref, report=rep)
+        want = int(re.sub(r"\D", "", t.name) or 0)
+        if cc < want:
+            return Verdict("SIMULATED_ONLY", prog, f"emitted; not run: the device ({desc}) is sm_{cc}, "
+                           f"older than {t.name}", res.outputs, sim_vs_reference=sim_ref, report=rep)
+        runner, cc_text, comp, isa = run_nvidia, f"sm_{cc}", None, []
+    md = comp.metadata if comp is not None else {}
     try:
-        dev = run_nvidia(em, arrays)
+        # the child gets the program through its JSON form: exactly what a runner needs, and
+        # picklable whatever else a Program carries (a DSL program keeps its kernel function)
+        em_child = dataclasses.replace(em, program=Program.from_json(prog.to_json()))
+        dev = guarded_call(runner, em_child, arrays, timeout_s=limit, what=f"{em.kernel} on {desc}")
+        bad_out = _check_device_outputs(prog, dev)
+        if bad_out is not None:
+            raise DeviceError(f"{em.kernel} on {desc}: {bad_out}", kind="bad_output", exit_status=0)
     except DeviceError as e:
-        return Verdict("SIMULATED_ONLY", prog, f"device run failed: {e}", res.outputs, sim_vs_reference=sim_ref,
-                       report=rep)
+        return Verdict("DEVICE_ERROR", prog, str(e), res.outputs, device_name=desc, compile_metadata=md,
+                       isa_excerpt=isa[:3], sim_vs_reference=sim_ref, report=rep,
+                       device_error={"kind": e.kind, "exit_status": e.exit_status, "timeout_s": e.timeout_s})
+    dev = {k: np.asarray(v, np.float64) for k, v in dev.items()}
     rtol, atol = _tol(prog)
     diffs, blames, patterns, why = {}, [], [], []
     counts: np.ndarray | None = None
@@ -232,8 +299,9 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
                 break
     status = "MISMATCH" if why else "MATCH"
     extra = "" if reference is None else " and the float64 reference"
-    reason = (f"ran on {desc} (sm_{cc}); device equals the simulator{extra} within rtol {rtol:.2g}" if not why
-              else f"ran on {desc} (sm_{cc}); " + "; ".join(why))
+    reason = (f"ran on {desc} ({cc_text}); device equals the simulator{extra} within rtol {rtol:.2g}" if not why
+              else f"ran on {desc} ({cc_text}); " + "; ".join(why))
     return Verdict(status, prog, reason, res.outputs, device=dev, device_name=desc, blame=blames,
+                   compile_metadata=md, isa_excerpt=isa[:3],
                    pattern="; ".join(patterns), sim_vs_reference=sim_ref, device_vs_sim=diffs, report=rep,
                    mismatch_counts=counts)

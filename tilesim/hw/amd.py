@@ -10,6 +10,7 @@ COMPILE_ONLY. Not run on AMD hardware by this project.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import subprocess
@@ -81,7 +82,8 @@ def build_code_object(em: Emitted, timeout: float = 120.0) -> CodeObject:
         asm.write_text(comp.isa)  # the ISA we already have: assemble it, then link like ROCm does
         for cmd in ([*cc, "-target", "amdgcn-amd-amdhsa", f"-mcpu={t.name}", "-c", str(asm), "-o", str(obj)],
                     [*ld, "-shared", str(obj), "-o", str(co)]):
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                               env={**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
             if p.returncode != 0:
                 raise ToolchainError(f"{' '.join(cmd[-5:-3])} failed: {p.stderr.strip().splitlines()[:1]}")
         return CodeObject(t.name, em.kernel, co.read_bytes(), args, size, comp.metadata)

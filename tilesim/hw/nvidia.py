@@ -35,8 +35,13 @@ def cuda_device() -> tuple[int | None, str]:
     return int(props["major"]) * 10 + int(props["minor"]), name
 
 
-def run_nvidia(emitted: Emitted, arrays: dict[str, np.ndarray], timeout_s: float = 60.0) -> dict[str, np.ndarray]:
-    """Compile with NVRTC, launch on device 0, return output tensors as values (float64/int64)."""
+def run_nvidia(emitted: Emitted, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Compile with NVRTC, launch on device 0, return output tensors as values (float64/int64).
+
+    Runs in the calling process; :func:`tilesim.diff.run` calls it in a child process under a
+    watchdog (:mod:`tilesim.hw.watchdog`), so a hang or a poisoned context cannot reach the caller.
+    Every failure is a :class:`DeviceError` with ``kind`` ``compile``, ``launch`` or ``oom``.
+    """
     cc, desc = cuda_device()
     if cc is None:
         raise DeviceError(desc)
@@ -50,17 +55,24 @@ def run_nvidia(emitted: Emitted, arrays: dict[str, np.ndarray], timeout_s: float
         mod = cp.RawModule(code=emitted.source, options=("-std=c++17",), name_expressions=None)
         fn = mod.get_function(emitted.kernel)
     except Exception as e:
-        raise DeviceError(f"NVRTC failed to compile {emitted.kernel}: {str(e).splitlines()[0][:300]}") from None
-    bufs = []
-    for tp in prog.tensors:
-        bits = dtype(tp.dtype).reg_bits
-        host = (encode(quantize(arrays[tp.name], tp.dtype), tp.dtype) if tp.name in arrays
-                else np.zeros(tp.shape, np.uint64))
-        bufs.append(cp.asarray(np.ascontiguousarray(host.astype(_UNSIGNED[bits]))))
+        raise DeviceError(f"NVRTC failed to compile {emitted.kernel}: {(str(e).splitlines() or [''])[0][:300]}",
+                          kind="compile") from None
+    try:
+        bufs = []
+        for tp in prog.tensors:
+            bits = dtype(tp.dtype).reg_bits
+            host = (encode(quantize(arrays[tp.name], tp.dtype), tp.dtype) if tp.name in arrays
+                    else np.zeros(tp.shape, np.uint64))
+            bufs.append(cp.asarray(np.ascontiguousarray(host.astype(_UNSIGNED[bits]))))
+    except Exception as e:  # cupy.cuda.memory.OutOfMemoryError and runtime errors: a device error, typed
+        oom = "memory" in type(e).__name__.lower() or "out of memory" in str(e).lower()
+        raise DeviceError(f"copy of {emitted.kernel}'s tensors to the device failed: {type(e).__name__}: "
+                          f"{(str(e).splitlines() or [''])[0][:200]}", kind="oom" if oom else "launch") from None
     try:
         fn(emitted.grid, emitted.block, tuple(bufs))
         cp.cuda.Device(0).synchronize()
+        return {tp.name: decode(cp.asnumpy(b).astype(np.uint64), tp.dtype)
+                for tp, b in zip(prog.tensors, bufs) if tp.output}
     except Exception as e:
-        raise DeviceError(f"launch of {emitted.kernel} failed: {e}") from None
-    return {tp.name: decode(cp.asnumpy(b).astype(np.uint64), tp.dtype)
-            for tp, b in zip(prog.tensors, bufs) if tp.output}
+        raise DeviceError(f"launch of {emitted.kernel} failed: {type(e).__name__}: "
+                          f"{(str(e).splitlines() or [''])[0][:200]}", kind="launch") from None

@@ -99,34 +99,58 @@ def _compiler_id() -> str:
         return " ".join(cmd)
 
 
-def _cache_get(key: str) -> str | None:
+_HEADER = "; tilesim-cache v2 key={key} sha256={digest}"
+
+
+def _cache_path(key: str) -> Path | None:
     d = cache_dir()
-    if d is None:
+    return None if d is None else d / key[:2] / f"{key}.s"
+
+
+def _cache_get(key: str) -> str | None:
+    """The cached ISA for ``key``, or None. An entry is trusted only when its header names this key
+    and the SHA-256 of the body that follows; anything else (truncated, corrupted, another key's
+    entry, undecodable bytes) is deleted and rebuilt by the caller."""
+    path = _cache_path(key)
+    if path is None:
         return None
-    path = d / key[:2] / f"{key}.s"
     try:
-        head, _, body = path.read_text().partition("\n")
-    except OSError:
+        head, _, body = path.read_bytes().decode("utf-8").partition("\n")
+    except FileNotFoundError:
         return None
-    if head != "; tilesim-cache sha256=" + hashlib.sha256(body.encode()).hexdigest():
-        path.unlink(missing_ok=True)  # corrupted or truncated: never trusted, rebuilt
+    except (OSError, ValueError):  # unreadable, a directory, or not UTF-8
+        head, body = "", ""
+    if head != _HEADER.format(key=key, digest=hashlib.sha256(body.encode()).hexdigest()):
+        try:
+            path.unlink()  # never trusted: the caller compiles and writes a fresh entry
+        except OSError:
+            pass
         return None
     return body
 
 
 def _cache_put(key: str, isa: str) -> None:
-    d = cache_dir()
-    if d is None:
+    """Write an entry atomically: a temporary file in the entry's own folder, then ``os.replace``,
+    so a reader sees the old entry, no entry, or the whole new one — never part of one."""
+    path = _cache_path(key)
+    if path is None:
         return
-    folder = d / key[:2]
+    tmp = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-        with os.fdopen(fd, "w") as f:
-            f.write("; tilesim-cache sha256=" + hashlib.sha256(isa.encode()).hexdigest() + "\n" + isa)
-        os.replace(tmp, folder / f"{key}.s")  # atomic: readers see the old entry or the whole new one
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+        with os.fdopen(fd, "wb") as f:
+            f.write((_HEADER.format(key=key, digest=hashlib.sha256(isa.encode()).hexdigest()) + "\n" + isa).encode())
+        os.replace(tmp, path)
+        tmp = None
     except OSError:
         pass  # a read-only or full cache never fails a compile
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: str = "-O3",
@@ -148,7 +172,9 @@ def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: 
         return Compiled(t.name, cached, _metadata(cached))
     with tempfile.TemporaryDirectory(prefix="tilesim-cc-") as tmp:
         try:
-            proc = subprocess.run(args, input=source, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+            # the compiler's own temporary files go inside this folder too, removed even after an error
+            proc = subprocess.run(args, input=source, capture_output=True, text=True, timeout=timeout, cwd=tmp,
+                                  env={**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
         except FileNotFoundError as e:
             raise ToolchainError(f"cannot run clang ({args[0]}): {e}") from None
         except subprocess.TimeoutExpired:

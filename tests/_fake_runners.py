@@ -1,0 +1,55 @@
+"""Fake device runners for the fail-closed tests: each stands in for ``tilesim.hw.nvidia.run_nvidia``
+and runs in the watchdog's child process, so each must be a module-level function."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+
+
+class OutOfMemoryError(Exception):
+    """Named like ``cupy.cuda.memory.OutOfMemoryError``."""
+
+
+def launch_failure(em, arrays):
+    raise RuntimeError("cudaErrorLaunchFailure: unspecified launch failure")
+
+
+def out_of_memory(em, arrays):
+    raise OutOfMemoryError("Out of memory allocating 85,899,345,920 bytes (allocated so far: 0 bytes).")
+
+
+def hang(em, arrays):
+    time.sleep(3600)  # a kernel that never finishes: the synchronise call never returns
+
+
+def hang_ignoring_sigterm(em, arrays):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a runtime stuck in C ignores SIGTERM: SIGKILL follows
+    time.sleep(3600)
+
+
+def crash(em, arrays):
+    os.kill(os.getpid(), signal.SIGSEGV)  # a driver segfault
+    time.sleep(60)
+
+
+def device_like_simulator(em, arrays):
+    from tilesim.wave.sim import simulate
+
+    out = simulate(em.program, **arrays).outputs
+    return {t.name: np.asarray(out[t.name], np.float64) for t in em.program.tensors if t.output}
+
+
+def off_by_one(em, arrays):
+    return {k: v + 1.0 for k, v in device_like_simulator(em, arrays).items()}
+
+
+def no_outputs(em, arrays):
+    return {}
+
+
+def wrong_shape(em, arrays):
+    return {k: v[:1] for k, v in device_like_simulator(em, arrays).items()}
