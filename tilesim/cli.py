@@ -26,6 +26,7 @@ _EPILOG = """examples:
   tilesim check examples/gemm.py
   tilesim run examples/gemm.py --target sm_90
   tilesim compile examples/gemm.py --target gfx1201 --isa
+  tilesim port examples/gemm.py --target gfx942 --to gfx1201
   tilesim simulate examples/gemm.py --target gfx1201 --inspect %9
   tilesim demo
 """
@@ -117,14 +118,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     rn = sub.add_parser("run", help="simulate, emit, compile, run on a device if present, and give a verdict",
                         description="Verdicts: MATCH / MISMATCH (device ran; with blame) / COMPILE_ONLY / "
-                        "SIMULATED_ONLY. Never MATCH without a device run. Exit 1 on MISMATCH.")
+                        "SIMULATED_ONLY / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past "
+                        "the watchdog). Never MATCH without a device run. Exit 1 on MISMATCH, else 3 on "
+                        "DEVICE_ERROR.")
     rn.add_argument("file")
     rn.add_argument("--target", default=None)
     rn.add_argument("--device", choices=("auto", "none"), default="auto")
     rn.add_argument("--seed", type=int, default=0)
+    rn.add_argument("--device-timeout", type=float, default=None, metavar="SECONDS",
+                    help="watchdog for the device step (default: TILESIM_DEVICE_TIMEOUT, else 300)")
     rn.add_argument("--format", choices=("text", "json"), default="text")
     rn.add_argument("--heatmap", default=None, metavar="FILE.svg",
                     help="on MISMATCH, write a lane x VGPR heatmap of the wrong elements")
+
+    po = sub.add_parser("port", help="port tile programs to another target's instructions, proving equivalence",
+                        description="Re-specialise each program of FILE (a Python file whose programs() returns "
+                        "programs built by @ts.kernel; program JSON has no kernel to re-specialise and is refused) "
+                        "for TARGET: choose the instruction, layouts, wave size and tiling, and prove the result "
+                        "equivalent with probes and random inputs. Prints the index maps that changed, the proof, "
+                        "or why no equivalent exists. Exit 1 if any port was refused.")
+    po.add_argument("file")
+    po.add_argument("--to", required=True, metavar="TARGET", help="the target to port to, e.g. gfx1201, gfx942, sm_90")
+    po.add_argument("--target", default=None, metavar="SOURCE", help="only FILE's programs for this source target")
+    po.add_argument("--instr", default=None, help="the target instruction to use (default: chosen by element types "
+                    "and shape)")
+    po.add_argument("--emit", action="store_true", help="also print the ported program's HIP/CUDA source")
+    po.add_argument("--format", choices=("text", "json"), default="text")
 
     gl = sub.add_parser("gallery", help="write a static HTML gallery of every instruction's layouts")
     gl.add_argument("outdir")
@@ -394,8 +413,9 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
                       if not t.output}
         ref = _user(module, "reference", args.file, **arrays) if module is not None and hasattr(module, "reference") \
             else None
-        verdicts.append(run(prog, device=args.device, reference=ref, **arrays))
-    code = 1 if any(v.status == "MISMATCH" for v in verdicts) else 0
+        verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout, **arrays))
+    code = 1 if any(v.status == "MISMATCH" for v in verdicts) else 3 if any(
+        v.status == "DEVICE_ERROR" for v in verdicts) else 0
     bad = [v for v in verdicts if v.status == "MISMATCH"]
     if args.heatmap and bad:
         from pathlib import Path
@@ -404,6 +424,34 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     if args.format == "json":
         return json.dumps([v.to_dict() for v in verdicts], indent=1), code
     return "\n\n".join(str(v) for v in verdicts), code
+
+
+def _cmd_port(args: argparse.Namespace) -> tuple[str, int]:
+    from tilesim.codegen import emit_hip
+    from tilesim.hw.targets import get_target
+    from tilesim.port import PortError, port
+
+    to = get_target(args.to).name  # an unknown target is a usage error (exit 2), not a refusal
+    progs, _ = _load_programs(args.file, args.target)
+    docs, text, refused = [], [], 0
+    for p in progs:
+        try:
+            r = port(p, to, instr=args.instr)
+        except PortError as e:
+            refused += 1
+            docs.append({"program": p.name, "ported": False, "source": {"target": p.target}, "target": {"target": to},
+                         "reason": str(e)})
+            text.append(f"port {p.name}: {p.target} -> {to}: REFUSED\n  {e}")
+            continue
+        d = r.to_dict()
+        if args.emit:
+            d["source_code"] = emit_hip(r.program).source
+        docs.append(d)
+        text.append(str(r) + (f"\n\n{d['source_code']}" if args.emit else ""))
+    code = 1 if refused else 0
+    if args.format == "json":
+        return json.dumps(docs, indent=1), code
+    return "\n\n".join(text), code
 
 
 def _cmd_gallery(args: argparse.Namespace) -> str:
@@ -453,6 +501,7 @@ _COMMANDS = {
     "run": _cmd_run,
     "devices": _cmd_devices,
     "gallery": _cmd_gallery,
+    "port": _cmd_port,
 }
 
 

@@ -47,7 +47,7 @@ from tilesim.errors import VerifyError
 from tilesim.layouts.layout import Layout
 from tilesim.layouts.render import from_json, to_json
 
-__all__ = ["Value", "Op", "Block", "TensorParam", "Program", "OP_KINDS", "LdsLayout"]
+__all__ = ["Value", "Op", "Block", "TensorParam", "Program", "OP_KINDS", "LdsLayout", "KernelOrigin"]
 
 OP_KINDS = ("const", "tile_id", "wave_id", "binop", "zeros", "load", "store", "lds_alloc", "lds_store",
             "lds_load", "barrier", "mma", "elementwise", "cast", "convert", "shuffle", "reduce", "loop", "branch")
@@ -117,6 +117,20 @@ class TensorParam:
     output: bool = False
 
 
+@dataclass(frozen=True, eq=False)
+class KernelOrigin:
+    """Where a DSL program came from: the kernel, the options and sizes it was specialised with.
+
+    Kept so ``tilesim.port`` can re-specialise the same kernel for another target. It is not
+    part of the program's meaning: it takes no part in equality, hashing or JSON.
+    """
+
+    kernel: Any  # tilesim.ir.dsl.Kernel (not imported: dsl imports this module)
+    options: tuple[tuple[str, Any], ...]
+    sizes: tuple[tuple[str, int], ...]
+    wave_size: int | None = None  # as asked at specialisation (None: the target's default)
+
+
 @dataclass(frozen=True)
 class Program:
     """A kernel specialised for a target and sizes."""
@@ -129,6 +143,7 @@ class Program:
     tensors: tuple[TensorParam, ...]
     sizes: tuple[tuple[str, int], ...]
     body: Block
+    origin: KernelOrigin | None = field(default=None, compare=False, repr=False)
 
     @property
     def workgroups(self) -> int:

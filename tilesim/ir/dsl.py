@@ -36,7 +36,7 @@ from typing import Any
 
 from tilesim.errors import TilesimError, VerifyError
 from tilesim.hw.targets import get_target
-from tilesim.ir.core import Block, LdsLayout, Op, Program, TensorParam, Value
+from tilesim.ir.core import Block, KernelOrigin, LdsLayout, Op, Program, TensorParam, Value
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype as _dtype
@@ -237,8 +237,10 @@ class Kernel:
         if trace.open_loops or len(trace.stack) != 1:
             raise VerifyError(f"{self.name}: a ts.range loop was left early (break/return inside it is not traceable)")
         params = [TensorParam(p.name, p.dtype, p.dims, p.shape, p.name in trace.stored) for p in params]
+        origin = KernelOrigin(self, tuple(sorted({**self.options, **opts}.items())), tuple(sorted(sizes.items())),
+                              wave_size)
         return Program(self.name, t.name, wave, trace.waves, trace.grid, tuple(params),
-                       tuple(sorted(sizes.items())), Block(tuple(trace.stack[0])))
+                       tuple(sorted(sizes.items())), Block(tuple(trace.stack[0])), origin)
 
     def __call__(self, *a: Any, **k: Any) -> Any:
         raise TilesimError(f"{self.name} is a tilesim kernel: call {self.name}.specialize(target=..., sizes...) "
