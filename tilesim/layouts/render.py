@@ -107,12 +107,50 @@ def to_json(layout: Layout, **meta: Any) -> str:
         "in_dims": [[n, s] for n, s in layout.in_dims],
         "out_dims": [[n, s] for n, s in layout.out_dims],
         "elem_bits": layout.elem_bits,
-        "pairs": np.concatenate([hw, lg], 1).tolist(),
+        "pairs": _INT_TABLE,
     }
+    tables = [np.concatenate([hw, lg], 1)]
     if _is_operand(layout):
-        doc["locations"] = layout.location_array().tolist()
+        doc["locations"] = _INT_TABLE
         doc["location_fields"] = list(_LOC_HEADER)
-    return json.dumps(doc, separators=(",", ":"))
+        tables.append(layout.location_array())
+    head, *rest = json.dumps(doc, separators=(",", ":")).split(json.dumps(_INT_TABLE))
+    if len(rest) != len(tables):  # the placeholder string also appears in the metadata
+        doc.update(zip(("pairs", "locations"), (t.tolist() for t in tables)))
+        return json.dumps(doc, separators=(",", ":"))
+    return head + "".join(_int_table_json(t) + r for t, r in zip(tables, rest))
+
+
+_INT_TABLE = "\x00int-table\x00"  # placeholder: integer tables are formatted below, not by json
+
+
+def _int_table_json(a: np.ndarray) -> str:
+    """``json.dumps(a.tolist(), separators=(",", ":"))`` for a 2-D integer array, built as bytes by
+    numpy (these tables are most of a layout's JSON; ``tolist`` plus the json encoder was the bulk
+    of exporting the catalog). Each element becomes a fixed-width chunk ``[``? digits ``,``/``],``
+    whose padding is then dropped."""
+    rows, cols = a.shape
+    if not rows or not cols:
+        return json.dumps(a.tolist(), separators=(",", ":"))
+    v = a.astype(np.int64).ravel()
+    if v.min() < 0 or v.max() >= 10**9:
+        return json.dumps(a.tolist(), separators=(",", ":"))
+    ndig = 9
+    chunk = np.zeros((v.size, ndig + 3), np.uint8)
+    first = np.arange(v.size) % cols == 0
+    chunk[first, 0] = ord("[")
+    digits = (v[:, None] // 10 ** np.arange(ndig - 1, -1, -1)) % 10
+    width = np.maximum(1, np.floor(np.log10(np.maximum(v, 1))).astype(np.int64) + 1)
+    keep = np.arange(ndig)[None, :] >= ndig - width[:, None]
+    chunk[:, 1:ndig + 1] = np.where(keep, digits + ord("0"), 0)
+    last = ~np.roll(first, -1)
+    last[-1] = False
+    chunk[last, ndig + 1] = ord(",")
+    end = np.roll(first, -1)
+    chunk[end, ndig + 1] = ord("]")
+    chunk[end, ndig + 2] = ord(",")
+    out = chunk[chunk != 0].tobytes().decode("ascii")
+    return "[" + out[:-1] + "]"
 
 
 def from_json(text: str) -> Layout:

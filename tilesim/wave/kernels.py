@@ -10,7 +10,7 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency, but the simulator runs without it
     numba = None
 
-__all__ = ["HAVE_NUMBA", "batched_dot", "gather_windows"]
+__all__ = ["HAVE_NUMBA", "batched_dot", "gather_windows", "mma_chain"]
 
 HAVE_NUMBA = numba is not None
 
@@ -42,6 +42,66 @@ if HAVE_NUMBA:
                     if v != v:
                         nan[g] = True
         return out, nan.any()
+
+
+    @numba.njit(cache=True, nogil=True, parallel=True)
+    def _mma_chain_jit(va, base_a, off_a, vb, base_b, off_b, acc, K):  # pragma: no cover
+        T, G = base_a.shape
+        M, N = acc.shape[1], acc.shape[2]
+        MN = M * N
+        out = np.empty_like(acc)
+        nan = np.zeros(G, np.bool_)
+        for g in numba.prange(G):
+            at = np.empty(K * M, np.float64)  # A transposed, at[k*M + m]: the k-outer product loop reads it in order
+            b = np.empty(K * N, np.float64)
+            c = np.empty(MN, np.float64)
+            d = np.empty(MN, np.float64)
+            for m in range(M):
+                for n in range(N):
+                    c[m * N + n] = acc[g, m, n]
+            for t in range(T):
+                ba, bb = base_a[t, g], base_b[t, g]
+                for m in range(M):
+                    for k in range(K):
+                        o = off_a[m * K + k]
+                        at[k * M + m] = va[ba + o] if o >= 0 else 0.0
+                for i in range(K * N):
+                    o = off_b[i]
+                    b[i] = vb[bb + o] if o >= 0 else 0.0
+                for i in range(MN):
+                    d[i] = 0.0
+                # every d[m, n] still sums its products from +0 in k order; k outermost only interleaves the
+                # independent (m, n) sums, which keeps the adds off one another's latency
+                for k in range(K):
+                    for m in range(M):
+                        x = at[k * M + m]
+                        for n in range(N):
+                            d[m * N + n] += x * b[k * N + n]
+                for i in range(MN):
+                    v = d[i] + c[i]
+                    if v != v:
+                        nan[g] = True
+                    c[i] = np.float64(np.float32(v))
+            for m in range(M):
+                for n in range(N):
+                    out[g, m, n] = c[m * N + n]
+        return out, nan.any()
+
+
+def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndarray, base_b: np.ndarray,
+              off_b: np.ndarray, acc: np.ndarray, k: int) -> np.ndarray | None:
+    """``T`` chained f32-accumulating mma steps per wave, operands gathered from decoded tensors.
+
+    Step ``t`` of wave ``g`` reads A element ``e`` (row-major ``M x k`` tile) as ``va[base_a[t, g] + off_a[e]]``
+    (0 where ``off_a[e] < 0``), B (``k x N``) likewise, and computes ``acc = f32(sum_k a*b + acc)``, each sum
+    taken from +0 in k order in float64: the operations of :func:`batched_dot` followed by the f32 register
+    encode, in the same order. Returns the final ``acc`` (float32 ``[G, M, N]``), or None without numba
+    or when a result is NaN (its payload would depend on operand order; the caller then takes the
+    step-by-step path)."""
+    if not HAVE_NUMBA:
+        return None
+    out, nan = _mma_chain_jit(va, base_a, off_a, vb, base_b, off_b, acc, k)
+    return None if nan else out
 
 
 def gather_windows(flat: np.ndarray, base: np.ndarray, off: np.ndarray) -> np.ndarray:

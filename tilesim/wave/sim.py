@@ -34,6 +34,7 @@ from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
 from tilesim.wave.codec import Codec, codec
+from tilesim.wave.fused import run_fused_loop
 from tilesim.wave.kernels import batched_dot, gather_windows
 
 __all__ = ["simulate", "SimResult", "Report"]
@@ -113,6 +114,7 @@ class _Sim:
         self.rep = Report()
         self.active = np.ones(self.G, bool)
         self.tensors: dict[str, np.ndarray] = {}
+        self.memo: dict[Any, Any] = {}  # per-run plans (fused loops)
         self.tensor_bits: dict[tuple[str, str], np.ndarray] = {}  # (tensor, element type) -> flat encoded bits
         for tp in prog.tensors:
             if tp.name in arrays:
@@ -233,16 +235,17 @@ class _Sim:
         eb = max(1, dtype(self.p.tensor(name).dtype).reg_bits // 8)
         off = self._offsets(name, c, transpose)[0]
         memo = c.memo.setdefault(("transactions", self.tensors[name].shape[1], transpose, eb), {})
-        act = self.active
-        res, n = np.unique(base[act] * eb % _SEG, return_counts=True)
-        for r, k in zip(res.tolist(), n.tolist()):
+        sel = base[..., self.active]  # base: [G] for one access, or [steps, G] for several
+        per_res = np.bincount((sel * eb % _SEG).reshape(-1), minlength=_SEG)
+        for r in np.flatnonzero(per_res).tolist():
+            k = int(per_res[r])
             if r not in memo:
                 seg = (r + off * eb) // _SEG
                 memo[r] = sum(int(np.unique(seg[c.rec[:, 3] == v]).size) for v in np.unique(c.rec[:, 3]))
             self.rep.global_transactions += memo[r] * k
         if "ideal" not in memo:
             memo["ideal"] = sum(math.ceil(int((c.rec[:, 3] == v).sum()) * eb / _SEG) for v in np.unique(c.rec[:, 3]))
-        self.rep.global_ideal_transactions += int(act.sum()) * memo["ideal"]
+        self.rep.global_ideal_transactions += sel.size * memo["ideal"]
 
     def _bits_of(self, name: str, dt: Any) -> np.ndarray:
         """The tensor's values encoded as ``dt`` (flat); kept until the tensor is stored to."""
@@ -524,11 +527,11 @@ class _Sim:
             raise VerifyError(f"loop step must be positive, got {step}")
         carried = op.attr("carried")
         body = op.attr("body")
-        ran = False
-        for it in range(start, stop, step):
+        iters = list(range(start, stop, step))
+        ran = bool(iters)
+        for it in iters[run_fused_loop(self, op, iters):]:
             self.scal[op.out.id] = np.full(self.G, it, np.int64)
             self.run(body)
-            ran = True
             for init, nxt in carried:
                 store = self.regs if init.kind == "frag" else self.scal
                 store[init.id] = store[nxt.id]

@@ -1,0 +1,194 @@
+"""Fused k-loops: a loop whose body only loads the A and B operands of one f32-accumulating mma
+(plus scalar index arithmetic) runs all but its last iteration in one compiled kernel.
+
+The kernel (:func:`tilesim.wave.kernels.mma_chain`) gathers each operand element's encoded bits
+from the tensor at the tensor offset the register image would hold in the slot the *instruction's*
+layout reads (load layout composed with instruction layout, computed once from the two codecs'
+records), decodes them through a table built by :func:`tilesim.matrix.dtypes.decode`, and runs the
+same float64 operations in the same order as the step-by-step path, rounding the accumulator to
+f32 after each step as its register image would. Intermediate register images are not built:
+nothing reads them (a traced value makes the loop ineligible). The last iteration then runs
+step by step from the accumulator's registers, so every register image, report line and the
+provenance of later stores is the step-by-step path's.
+
+The plan is checked statically (op kinds, codecs with one slot per element, replicas that
+always read the same tensor element, identical C and D register maps); the data-dependent
+cases — any NaN result, an out-of-bounds load, an inactive wave, disagreeing accumulator
+replicas — fall back to the step-by-step loop before any state it reports has changed.
+``TILESIM_NO_FUSE=1`` turns fusion off (the step-by-step path, for comparison and debugging).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tilesim.ir.core import Op, Value
+from tilesim.matrix.catalog import lookup
+from tilesim.matrix.dtypes import decode, dtype
+from tilesim.wave.codec import Codec, codec
+from tilesim.wave.kernels import HAVE_NUMBA, mma_chain
+
+if TYPE_CHECKING:
+    from tilesim.wave.sim import _Sim
+
+__all__ = ["run_fused_loop"]
+
+_SCALAR_OPS = ("const", "binop")
+
+
+@dataclass(frozen=True)
+class _Operand:
+    load: Op
+    decl: Codec  # the load's (declared) layout
+    off: np.ndarray  # int64[rows * cols]: tensor offset of each instruction-tile element, -1: reads 0
+    hw_dt: str  # the type the instruction reads the bits as
+    tile: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    mma: Op
+    a: _Operand
+    b: _Operand
+    hw_c: Codec
+    hw_d: Codec
+    init: Value
+    scalar_ops: tuple[Op, ...]
+
+
+@functools.lru_cache(maxsize=16)
+def _lut(dt_name: str, width: int) -> np.ndarray:
+    lut = decode(np.arange(1 << width, dtype=np.dtype(f"uint{width}")), dt_name)
+    lut.setflags(write=False)
+    return lut
+
+
+def _values(sim: _Sim, name: str, opnd: _Operand) -> np.ndarray:
+    """The tensor's elements as the instruction reads them, float64, flat. When the tensor, the load
+    and the instruction agree on the type this is the tensor itself (its values are already that
+    type's, so encoding and decoding them is the identity; a NaN makes the result NaN, which falls
+    back); otherwise the load's encoded bits decoded as the instruction's type."""
+    t = sim.tensors[name]
+    if sim.p.tensor(name).dtype == opnd.decl.dt.name == opnd.hw_dt:
+        return t.reshape(-1)
+    return _lut(opnd.hw_dt, opnd.decl.width)[sim._bits_of(name, opnd.decl.dt)]
+
+
+def _operand(sim: _Sim, load: Op, hw: Codec, tensor_dt: str) -> _Operand | None:
+    decl = sim.codec_of(load.out)
+    if hw.slots is None or decl.slots is None or decl._slot_plan[1] is None:
+        return None
+    if (decl.width, decl.lanes, decl.nregs) != (hw.width, hw.lanes, hw.nregs) or hw.width not in (8, 16):
+        return None
+    if dtype(tensor_dt).reg_bits != decl.width:
+        return None
+    off_decl = sim._offsets(load.attr("tensor"), decl, bool(load.attr("transpose")))[0]
+    rec_of_slot = decl._slot_plan[1]
+    slot_off = off_decl[rec_of_slot]  # tensor offset held in each slot of the image
+    owned = hw.primary >= 0
+    off = np.where(owned, slot_off[hw.slots[np.maximum(hw.primary, 0)]], -1).astype(np.int64)
+    # replicas (RDNA3 A/B lanes 16-31): eligible only when every copy reads the element its primary reads
+    if not np.array_equal(slot_off[hw.slots], off[hw.flat_elem]):
+        return None
+    return _Operand(load, decl, off, hw.dt.name, (hw.rows, hw.cols))
+
+
+def _plan(sim: _Sim, loop: Op) -> _Plan | None:
+    body = loop.attr("body").ops
+    carried = loop.attr("carried") or ()
+    if len(carried) != 1 or carried[0][0].kind != "frag":
+        return None
+    init, nxt = carried[0]
+    mmas = [op for op in body if op.kind == "mma"]
+    loads = {op.out.id: op for op in body if op.kind == "load"}
+    if len(mmas) != 1 or any(op.kind not in (*_SCALAR_OPS, "load", "mma") for op in body):
+        return None
+    mma = mmas[0]
+    a_v, b_v, c_v = mma.args
+    if mma.out.id != nxt.id or c_v.id != init.id or a_v.id not in loads or b_v.id not in loads:
+        return None
+    if set(loads) - {a_v.id, b_v.id}:
+        return None
+    traced = set(sim.trace)
+    if traced & ({op.out.id for op in body if op.out is not None} | {init.id}):
+        return None
+    row = lookup(mma.attr("instr"), sim.p.target)
+    mods = dict(mma.attr("modifiers") or ())
+    if mods.get("neg", 0) or mods.get("neg_hi", 0):
+        return None
+    ta, tb, tc, td = (dtype(t) for t in row.types)
+    if ta.kind in ("int", "uint") or tb.kind in ("int", "uint") or tc.name != "f32" or td.name != "f32":
+        return None
+    lay_mods = {k: v for k, v in mods.items() if k in ("cbsz", "abid", "blgp", "opsel")}
+    regs = row.registers_for(sim.L)
+    hw = {n: codec(row.layout(n, wave_size=sim.L, **lay_mods), row.types["ABCD".index(n)], regs[n]) for n in "ABC"}
+    hw_d = codec(row.layout("D", wave_size=sim.L, **{k: v for k, v in lay_mods.items() if k == "opsel"}),
+                 row.types[3], regs["D"])
+    hw_c = hw["C"]
+    if (hw_c.slots is None or hw_c._slot_plan[1] is None or not np.array_equal(hw_c.rec, hw_d.rec)
+            or hw_c.nregs != hw_d.nregs or (hw_c.primary < 0).any() or sim.codec_of(init).nregs != hw_c.nregs):
+        return None
+    a = _operand(sim, loads[a_v.id], hw["A"], sim.p.tensor(loads[a_v.id].attr("tensor")).dtype)
+    b = _operand(sim, loads[b_v.id], hw["B"], sim.p.tensor(loads[b_v.id].attr("tensor")).dtype)
+    if a is None or b is None:
+        return None
+    (ma, ka), (kb, nb) = a.tile, b.tile
+    if ka != kb or (ma, nb) != (hw_c.rows, hw_c.cols):
+        return None
+    return _Plan(mma, a, b, hw_c, hw_d, init, tuple(op for op in body if op.kind in _SCALAR_OPS))
+
+
+def run_fused_loop(sim: _Sim, loop: Op, iters: list[int]) -> int:
+    """Run ``iters[:-1]`` of ``loop`` fused when the loop and the data allow it; returns how many
+    iterations ran (0: none, the caller runs them all step by step)."""
+    if not HAVE_NUMBA or sim.exact or len(iters) < 3 or not sim.active.all() or os.environ.get("TILESIM_NO_FUSE"):
+        return 0
+    key = ("fused-plan", id(loop))
+    if key not in sim.memo:
+        sim.memo[key] = _plan(sim, loop)
+    plan = sim.memo[key]
+    if plan is None:
+        return 0
+    fused = iters[:-1]
+    T = len(fused)
+    bases = {}
+    for opnd in (plan.a, plan.b):
+        bases[opnd.load.out.id] = np.empty((T, sim.G), np.int64)
+    for t, it in enumerate(fused):  # scalar index arithmetic, exactly as the step-by-step loop computes it
+        sim.scal[loop.out.id] = np.full(sim.G, it, np.int64)
+        for op in plan.scalar_ops:
+            getattr(sim, "op_" + op.kind)(op)
+        for opnd in (plan.a, plan.b):
+            ld = opnd.load
+            name, tr = ld.attr("tensor"), bool(ld.attr("transpose"))
+            row0, col0 = sim.scalar(ld.args[0]), sim.scalar(ld.args[1])
+            if not sim._in_bounds(name, opnd.decl, row0, col0, tr):
+                return 0
+            bases[ld.out.id][t] = row0 * sim.tensors[name].shape[1] + col0
+    c_regs = sim.regs[plan.init.id]
+    tile, bad = plan.hw_c.tile(c_regs)
+    if bad.any():
+        return 0
+    operands = []
+    for opnd in (plan.a, plan.b):
+        ld = opnd.load
+        operands += [_values(sim, ld.attr("tensor"), opnd), bases[ld.out.id], opnd.off]
+    acc = mma_chain(*operands, np.ascontiguousarray(tile, np.float32), plan.a.tile[1])
+    if acc is None:
+        return 0
+    # the state the step-by-step iterations would leave that the last iteration and the report read
+    for op in loop.attr("body").ops:
+        sim.rep.ops[op.kind] += T
+    for opnd in (plan.a, plan.b):
+        ld = opnd.load
+        sim._transactions(ld.attr("tensor"), opnd.decl, bases[ld.out.id], bool(ld.attr("transpose")))
+    regs = plan.hw_d.from_tile(acc)
+    sim.regs[plan.init.id] = regs
+    sim.regs[plan.mma.out.id] = regs
+    sim.vals[plan.mma.out.id] = plan.mma.out
+    return T
