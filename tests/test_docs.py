@@ -12,7 +12,8 @@ import pytest
 from tilesim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "docs" / "guide.md", ROOT / "docs" / "testing.md", ROOT / "docs" / "getting-started.md"]
+DOCS = [ROOT / "README.md", ROOT / "docs" / "guide.md", ROOT / "docs" / "testing.md", ROOT / "docs" / "getting-started.md",
+        ROOT / "docs" / "porting.md"]
 
 
 def _blocks(path: Path, lang: str) -> list[str]:

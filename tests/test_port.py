@@ -28,7 +28,9 @@ from tilesim.matrix.numerics import tolerance
 # Small sizes keep each proof to ~100 simulations.
 SMALL = {
     "gemm": lambda: gemm.programs(M=32, N=32, K=32),
-    "gemm_abt": lambda: gemm_abt.programs(M=32, N=32, K=32),
+    # gemm_abt ships RDNA programs only; its kernel specialised for CDNA3 is the CDNA source
+    "gemm_abt": lambda: gemm_abt.programs(M=32, N=32, K=32) + [
+        gemm_abt.gemm_abt.specialize(target="gfx942", M=32, N=32, K=32, mma="v_mfma_f32_32x32x8f16")],
     "lds_gemm": lambda: lds_gemm.programs(M=32, N=32, K=32),
     "softmax": lambda: softmax.programs(M=16, N=32),
     "int8_gemm": lambda: int8_gemm.programs(M=32, N=32, K=32),
@@ -74,9 +76,9 @@ CASES = [pytest.param(name, i, to, id=f"{name}-{p.target}-{i}-to-{to}")
          for name in SMALL for i, p in enumerate(_make(name)) for to in _directions(p)]
 OK_CASES = [c for c in CASES if (c.values[0], _source(c.values[0], c.values[1]).target, c.values[2]) not in REFUSED]
 REFUSED_CASES = [c for c in CASES if c not in OK_CASES]
-# The default run: a 32x32x8 CDNA3 GEMM to both RDNA generations, an RDNA4 GEMM back to CDNA3, and
-# signed int8 (NEG bits on RDNA) — the rest with --full.
-SLICE = {"gemm-gfx942-2-to-gfx1201", "gemm-gfx942-2-to-gfx1100", "gemm-gfx1201-1-to-gfx942",
+# The default run: a 32x32x8 CDNA3 GEMM to both RDNA generations, and signed int8 both ways (NEG bits on
+# RDNA; an RDNA4 program back to CDNA3) — the rest with --full (f16 proofs cost seconds each).
+SLICE = {"gemm-gfx942-2-to-gfx1201", "gemm-gfx942-2-to-gfx1100", "int8_gemm-gfx1201-1-to-gfx942",
          "int8_gemm-gfx942-0-to-gfx1201"}
 
 
@@ -143,6 +145,9 @@ def test_example_ports_with_proof_and_matches_float64(name, i, to):
     assert [(x.name, x.dtype, x.shape) for x in new.tensors] == [(x.name, x.dtype, x.shape) for x in src.tensors]
     if src.wave_size != new.wave_size:
         assert any(c.what == "wave size" for c in r.changes)
+    for c in r.changes:  # a listed map reads differently on the two sides (past the target's name)
+        if c.what in ("A", "B", "C"):
+            assert c.source.split(" ", 1)[1] != c.target.split(" ", 1)[1], c
     _assert_matches_float64(name, new, r.target_instr)
 
 
@@ -194,6 +199,10 @@ def test_cdna3_to_rdna_index_maps_that_changed():
         assert (what["grid"].source, what["grid"].target) == ("(1, 1)", "(2, 2)")  # 32x32 tiles -> 16x16
         # CDNA3 32x32x8 (CDNA3 ISA §7.1): A row = lane % 32, k = slot + 4 * (lane / 32)
         assert "i = lane % 32, k = slot + (lane / 32) * 4" in what["A"].source
+        # A: 4 f16 per lane on CDNA3 32x32x8 (2 VGPRs); 16 on RDNA3, 8 on RDNA4 (RDNA3/RDNA4 ISA §7.9)
+        assert what["A"].source.startswith("gfx942 (32x8 in 64 lanes x 4 slots): ")
+        slots = {"gfx1100": 16, "gfx1201": 8}[target]
+        assert what["A"].target.startswith(f"{target} (16x16 in 32 lanes x {slots} slots): ")
         assert str(r).startswith(f"port gemm: gfx942 (wave64, v_mfma_f32_32x32x8_f16) -> {target} (wave32, ")
         d = json.loads(json.dumps(r.to_dict()))
         assert d["proof"]["equivalent"] and d["target"]["wave_size"] == 32
@@ -258,6 +267,18 @@ def test_element_type_with_no_instruction_is_refused():
         ts.port(src, "gfx1201")
 
 
+def test_unsigned_int8_and_fnuz_fp8_have_no_counterpart():
+    # RDNA4 iu8 WMMA without NEG bits reads u8 x u8 (RDNA4 ISA §7.9); CDNA3 MFMA reads signed i8 only
+    unsigned = int8_gemm.programs(M=32, N=32, K=32, signed=False)[1]
+    assert unsigned.target == "gfx1201"
+    with pytest.raises(ts.PortError, match=r"gfx942 has no wave64 matrix instruction reading A x B \+ C = u8 x u8 "
+                                           r"\+ i32 .*reads: .*i8 x i8 \+ i32"):
+        ts.port(unsigned, "gfx942")
+    # sm_90 mma.sync reads OCP e4m3/e5m2 (PTX ISA); gfx942 bytes are FNUZ
+    with pytest.raises(ts.PortError, match="FNUZ .*sm_90 has only OCP"):
+        ts.port(_source("fp8_gemm", 0), "sm_90")
+
+
 def test_tiling_that_does_not_divide_the_problem_is_refused():
     # A 16x16x16 RDNA4 fp8 problem: gfx950's fp8 MFMAs need k = 32 (16x16x32) or 32x32 tiles
     src = fp8_gemm.KERNELS["fp8_ocp"].specialize(target="gfx1201", M=16, N=16, K=16, mma="v_wmma_f32_16x16x16_fp8_fp8")
@@ -276,8 +297,40 @@ def test_programs_that_fail_check_or_have_no_kernel_are_refused():
     src = _source("gemm", 1)
     loaded = ts.Program.from_json(src.to_json())
     assert loaded == src and loaded.origin is None and src.origin is not None  # origin is not part of the value
-    with pytest.raises(ts.PortError, match="no kernel origin"):
-        ts.port(loaded, "gfx942")
+    # without the kernel, a port keeps the tiling: a 32x32x8 CDNA3 program has no 32x32x8 WMMA to go to
+    cdna = ts.Program.from_json(_source("gemm", 2).to_json())
+    with pytest.raises(ts.PortError, match="no kernel origin .* keeping its 32x32x8 tiling, and gfx1201 has no such"):
+        ts.port(cdna, "gfx1201")
+    # an LDS copy layout is written for one wave size; softmax names no instruction (no mma op)
+    with pytest.raises(ts.PortError, match="no kernel origin and fragment %\\d+ is in a layout that is none of"):
+        ts.port(ts.Program.from_json(_source("lds_gemm", 0).to_json()), "gfx942")
+    with pytest.raises(ts.PortError, match="no kernel origin .* and no mma op"):
+        ts.port(ts.Program.from_json(_source("softmax", 0).to_json()), "gfx942")
+
+
+@functools.lru_cache(maxsize=None)
+def _rewritten(name, i, to):
+    src = ts.Program.from_json(_source(name, i).to_json())  # as `tilesim port prog.json` reads it
+    return src, ts.port(src, to)
+
+
+@pytest.mark.parametrize(("name", "i", "to"), [pytest.param("int8_gemm", 1, "gfx1100")] + [
+    pytest.param(*c, marks=pytest.mark.slow) for c in [("gemm", 1, "gfx942"), ("gemm", 3, "gfx1100"),
+                                                       ("gemm_abt", 0, "gfx942")]])
+def test_programs_without_kernel_origin_are_rewritten_in_place_with_proof(name, i, to):
+    src, r = _rewritten(name, i, to)
+    assert r.method == "rewritten" and "rewritten in place" in str(r) and r.to_dict()["method"] == "rewritten"
+    assert r.evidence.equal and ts.check(r.program).ok
+    assert r.program.grid == src.grid and r.program.wave_size == ts.get_target(to).default_wave
+    assert (r.target_instr.m, r.target_instr.n, r.target_instr.k) == (r.source_instr.m, r.source_instr.n,
+                                                                       r.source_instr.k)
+    # the same program the kernel gives when specialised for the new target and instruction
+    again = _source(name, i).origin.kernel.specialize(target=to, **dict(_source(name, i).origin.sizes),
+                                                      **{**dict(_source(name, i).origin.options),
+                                                         "mma": r.target_instr.mnemonic})
+    assert [x.out.layout for x in r.program.walk() if x.out is not None and x.out.kind == "frag"] == \
+        [x.out.layout for x in again.walk() if x.out is not None and x.out.kind == "frag"]
+    _assert_matches_float64(name, r.program, r.target_instr)
 
 
 def test_modifiers_without_a_translation_are_refused():
@@ -315,9 +368,13 @@ def test_cli_port_json_text_refusal_and_errors(capsys, tmp_path):
     err = capsys.readouterr().err.strip()
     assert err.startswith("tilesim: error: unknown target 'gfx9999'") and "\n" not in err
     js = tmp_path / "p.json"
-    js.write_text(_source("gemm", 1).to_json())
-    assert main(["port", str(js), "--to", "gfx942", "--format", "json"]) == 1
+    js.write_text(_source("gemm", 2).to_json())  # gfx942, 32x32x8
+    assert main(["port", str(js), "--to", "gfx1201", "--format", "json"]) == 1
     assert "no kernel origin" in json.loads(capsys.readouterr().out)[0]["reason"]
+    js.write_text(_source("int8_gemm", 1).to_json())  # gfx1201, 16x16x16 iu8: rewritten in place
+    assert main(["port", str(js), "--to", "gfx1100", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)[0]
+    assert doc["method"] == "rewritten" and doc["proof"]["equivalent"]
 
 
 # ------------------------------------------------------------------------ compiles
@@ -349,6 +406,16 @@ def test_ported_examples_compile_for_the_new_target(name, i, to):
     assert comp.metadata["wavefront_size"] == r.program.wave_size
     if name != "softmax":  # softmax has no mma
         assert _spelled(r.target_instr.mnemonic) in {_spelled(m) for m in comp.mnemonics()}, comp.mnemonics()
+
+
+@pytest.mark.compiler
+def test_a_program_rewritten_in_place_compiles_for_the_new_target():
+    from tilesim.codegen import emit_hip
+    from tilesim.hw.offline import compile_hip
+
+    _, r = _rewritten("int8_gemm", 1, "gfx1100")  # gfx1201 JSON -> RDNA3
+    comp = compile_hip(emit_hip(r.program).source, "gfx1100", wave_size=32)
+    assert comp.metadata["wavefront_size"] == 32 and "v_wmma_i32_16x16x16_iu8" in comp.mnemonics()
 
 
 @pytest.mark.slow

@@ -16,8 +16,14 @@ every line of every input plus random inputs; exact comparison). A candidate tha
 is set aside with the reason, and the next one is tried; when none passes, :class:`PortError`
 lists every reason. A program is never returned unproven.
 
+A program with no kernel origin (loaded from JSON, built by hand) is rewritten in place instead,
+to an instruction with the same m x n x k tile only: fragments in the source instruction's A/B/C
+layouts take the target's layouts for the same roles, mma ops the new instruction; the tiling
+stays (see :func:`_rewrite`). The same check, screen and proof follow.
+
 Refused, with the reason: programs that fail ``check`` (a port proves equivalence to a correct
-program only); programs with no kernel origin (loaded from JSON); element types with no
+program only); programs with no kernel origin whose tile has no same-shape counterpart, or
+with fragments in other (wave-specific) layouts; element types with no
 instruction on the target (fp8 FNUZ on gfx942 has no equivalent on OCP-only gfx950/gfx12/sm_90:
 the same byte is a different number); shapes whose tiling does not divide the problem (the
 ported program would read or write out of bounds or leave outputs unwritten); modifiers with no
@@ -27,14 +33,14 @@ translation (negation, broadcasts).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from tilesim.errors import TilesimError, choices
 from tilesim.hw.targets import get_target
-from tilesim.ir.core import Block, Op, Program
+from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.verify import check
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import instructions, lookup
@@ -85,6 +91,9 @@ class Port:
     changes: tuple[MapChange, ...]
     evidence: Equivalence
     set_aside: tuple[tuple[str, str], ...] = field(default=())  # (candidate mnemonic, why not)
+    # "re-specialised": the @ts.kernel ran again with the new instruction; "rewritten": a program
+    # without kernel origin had its fragment layouts and mma ops replaced in place (same tiling)
+    method: str = "re-specialised"
 
     def __str__(self) -> str:
         s, p = self.source, self.program
@@ -95,6 +104,8 @@ class Port:
         lines += ["    " + str(c).replace("\n", "\n    ") for c in self.changes]
         for m, why in self.set_aside:
             lines.append(f"  set aside {m}: {why}")
+        if self.method != "re-specialised":
+            lines.append(f"  {self.method} in place (no kernel origin): same tiling, fragment layouts replaced")
         lines.append(f"  proof: {self.evidence}")
         return "\n".join(lines)
 
@@ -105,7 +116,7 @@ class Port:
             return {"target": prog.target, "wave_size": prog.wave_size, "instruction": row.mnemonic,
                     "waves_per_workgroup": prog.waves_per_workgroup, "grid": list(prog.grid)}
 
-        return {"program": s.name, "ported": True, "source": side(s, self.source_instr),
+        return {"program": s.name, "ported": True, "method": self.method, "source": side(s, self.source_instr),
                 "target": side(p, self.target_instr), "modifiers": dict(self.modifiers),
                 "changes": [{"what": c.what, "source": c.source, "target": c.target} for c in self.changes],
                 "proof": {"equivalent": self.evidence.equal, "runs": self.evidence.runs,
@@ -231,6 +242,65 @@ def _respecialise(prog: Program, target: str, wave: int, row: MatrixInstruction,
     return _with_modifiers(new, mods)
 
 
+def _rewrite(prog: Program, target: str, wave: int, src_row: MatrixInstruction, row: MatrixInstruction,
+             mods: dict[str, int]) -> Program:
+    """Port a program without kernel origin to an instruction with the same m x n x k tile: every
+    fragment in one of the source instruction's A/B/C layouts takes the target instruction's layout
+    for the same role (the role an mma gives it, else the first of C, A, B whose layout it has),
+    mma ops name the new instruction; tiling, loops, grid and waves stay. Fragments in any other
+    layout (an LDS copy layout, a hand-written one) and lane shuffles are wave-specific: refused."""
+    roles: dict[int, str] = {}
+    for op in prog.walk():
+        if op.kind == "shuffle":
+            raise PortError(f"{prog.name} has no kernel origin and shuffles lanes by number (wave{prog.wave_size}); "
+                            "port cannot translate a shuffle in place: pass the kernel.specialize(...) program")
+        if op.kind == "mma":
+            for role, a in zip("ABC", op.args):
+                if isinstance(a, Value):
+                    roles.setdefault(a.id, role)
+            if op.out is not None:
+                roles.setdefault(op.out.id, "C")
+    src_l = {r: src_row.layout(r, wave_size=prog.wave_size).with_elem_bits(None) for r in "ABC"}
+    dst_l = {r: row.layout(r, wave_size=wave) for r in "ABC"}
+    memo: dict[int, Value] = {}
+
+    def value(v: Value) -> Value:
+        if v.kind != "frag" or v.layout is None:
+            return v
+        if v.id not in memo:
+            bare = v.layout.with_elem_bits(None)
+            role = roles.get(v.id)
+            if role is None or src_l[role] != bare:
+                role = next((r for r in "CAB" if src_l[r] == bare), None)
+            if role is None:
+                raise PortError(f"{prog.name} has no kernel origin and fragment {v.short()} is in a layout that is "
+                                f"none of {src_row.mnemonic}'s A/B/C layouts on {prog.target} (e.g. an LDS copy "
+                                "layout); port cannot re-derive it in place: pass the kernel.specialize(...) program")
+            memo[v.id] = replace(v, layout=dst_l[role].with_elem_bits(v.layout.elem_bits))
+        return memo[v.id]
+
+    def conv(x: Any) -> Any:
+        if isinstance(x, Value):
+            return value(x)
+        if isinstance(x, Block):
+            return Block(tuple(rewrite(o) for o in x.ops))
+        if isinstance(x, tuple):
+            return tuple(conv(y) for y in x)
+        return x
+
+    mma_attrs = {"instr": row.mnemonic, "family": row.family,
+                 "modifiers": tuple(sorted((k, v) for k, v in mods.items() if v))}
+
+    def rewrite(o: Op) -> Op:
+        attrs = o.attrs
+        if o.kind == "mma":
+            attrs = tuple((k, mma_attrs.get(k, v)) for k, v in attrs)
+        return Op(o.kind, conv(o.out), conv(o.args), conv(attrs))
+
+    return Program(prog.name, target, wave, prog.waves_per_workgroup, prog.grid, prog.tensors, prog.sizes,
+                   conv(prog.body), None)
+
+
 def _screen(src: Program, new: Program, seed: int = 0) -> str | None:
     """One cheap run on small random integers before the proof: out-of-bounds accesses the source
     does not make, or differing outputs, say the tiling does not fit. None when it looks right."""
@@ -272,6 +342,13 @@ def _replication(lay: Layout) -> str:
     return f"; each element in {n} lanes (e.g. [0][0] in lanes {', '.join(map(str, lanes))})"
 
 
+def _extent(lay: Layout) -> str:
+    """``(16x32 in 64 lanes x 8 slots)``: the same formula text can cover another tile and wave."""
+    tile = "x".join(str(n) for d, n in lay.out_dims if d != "block")
+    ins = dict(lay.in_dims)
+    return f"({tile} in {ins.get('lane', 1)} lanes x {ins.get('slot', 1)} slots)"
+
+
 def _changes(src: Program, new: Program, src_row: MatrixInstruction, row: MatrixInstruction) -> list[MapChange]:
     out = []
     if src.wave_size != new.wave_size:
@@ -286,7 +363,7 @@ def _changes(src: Program, new: Program, src_row: MatrixInstruction, row: Matrix
             continue
         f1 = e1.formulas[op]["holds"].replace("lane, slot hold ", "") + _replication(l1)
         f2 = e2.formulas[op]["holds"].replace("lane, slot hold ", "") + _replication(l2)
-        out.append(MapChange(op, f"{src.target}: {f1}", f"{new.target}: {f2}"))
+        out.append(MapChange(op, f"{src.target} {_extent(l1)}: {f1}", f"{new.target} {_extent(l2)}: {f2}"))
     if src.waves_per_workgroup != new.waves_per_workgroup:
         out.append(MapChange("waves/workgroup", str(src.waves_per_workgroup), str(new.waves_per_workgroup)))
     if src.grid != new.grid:
@@ -313,24 +390,31 @@ def port(prog: Program, target: str, *, instr: str | None = None, wave_size: int
     if not rep.ok:
         raise PortError(f"{prog.name} on {prog.target} does not pass check ({rep.errors[0]}); a port proves "
                         "equivalence to the source, so fix the source first")
-    if prog.origin is None:
-        raise PortError(f"{prog.name} on {prog.target} has no kernel origin (loaded from JSON or built by hand): port "
-                        "re-specialises the @ts.kernel a program came from; pass the Python file or "
-                        "kernel.specialize(...)'s program")
-    opts = dict(prog.origin.options)
-    if not isinstance(opts.get("mma"), str):
-        raise PortError(f"kernel {prog.name} has no mma= option naming its instruction; port re-specialises kernels "
-                        f"through it (options: {choices(sorted(opts)) or 'none'})")
-    fixed = sorted(k for k, v in opts.items() if isinstance(v, Layout))
-    if fixed:
-        raise PortError(f"{prog.name}: option(s) {', '.join(fixed)} hold hand-written Layouts for wave{prog.wave_size} "
-                        f"on {prog.target}; port derives layouts from the instruction and cannot translate them")
-    src_row = lookup(opts["mma"], prog.target)
     mmas = [op for op in prog.walk() if op.kind == "mma"]
     used = sorted({lookup(op.attr("instr"), prog.target).mnemonic for op in mmas})
-    if used and used != [src_row.mnemonic]:
-        raise PortError(f"{prog.name} uses {choices(used)} but its mma= option is {src_row.mnemonic}; port "
-                        "handles programs whose mma ops all use the kernel's instruction")
+    if prog.origin is None:
+        # No kernel to re-specialise (program JSON, hand-built IR): rewrite the IR in place, keeping the tiling.
+        if not used:
+            raise PortError(f"{prog.name} on {prog.target} has no kernel origin (loaded from JSON or built by hand) "
+                            "and no mma op naming the instruction whose layouts it uses; pass the Python file or "
+                            "kernel.specialize(...)'s program")
+        if len(used) > 1:
+            raise PortError(f"{prog.name} uses {choices(used)}; port rewrites programs with one instruction")
+        src_row = lookup(used[0], prog.target)
+    else:
+        opts = dict(prog.origin.options)
+        if not isinstance(opts.get("mma"), str):
+            raise PortError(f"kernel {prog.name} has no mma= option naming its instruction; port re-specialises "
+                            f"kernels through it (options: {choices(sorted(opts)) or 'none'})")
+        fixed = sorted(k for k, v in opts.items() if isinstance(v, Layout))
+        if fixed:
+            raise PortError(f"{prog.name}: option(s) {', '.join(fixed)} hold hand-written Layouts for "
+                            f"wave{prog.wave_size} on {prog.target}; port derives layouts from the instruction and "
+                            "cannot translate them")
+        src_row = lookup(opts["mma"], prog.target)
+        if used and used != [src_row.mnemonic]:
+            raise PortError(f"{prog.name} uses {choices(used)} but its mma= option is {src_row.mnemonic}; port "
+                            "handles programs whose mma ops all use the kernel's instruction")
     mod_sets = {tuple(op.attr("modifiers") or ()) for op in mmas}
     if len(mod_sets) > 1:
         raise PortError(f"{prog.name}'s mma ops use different modifiers {sorted(mod_sets)}; port translates one set")
@@ -342,10 +426,26 @@ def port(prog: Program, target: str, *, instr: str | None = None, wave_size: int
             raise PortError(f"{prog.name}: modifier {k}={v} ({kind}) on {src_row.mnemonic} has no translation; port "
                             "translates signedness (iu8/iu4 NEG bits) only")
     want = _types(src_row, src_mods)
+    cands = _candidates(prog, src_row, want, t.name, wave, instr)
+    mnk = (src_row.m, src_row.n, src_row.k)
+    if prog.origin is None:
+        same = [c for c in cands if (c[0].m, c[0].n, c[0].k) == mnk]
+        if not same:
+            raise PortError(f"{prog.name} on {prog.target} has no kernel origin (loaded from JSON or built by hand), so "
+                            f"port can only rewrite it in place, keeping its {'x'.join(map(str, mnk))} tiling, and "
+                            f"{t.name} has no such instruction reading {_fmt_types(want)} (it has "
+                            f"{choices([c[0].mnemonic for c in cands])}); pass the Python file or "
+                            "kernel.specialize(...)'s program so the kernel can be re-tiled")
+        cands = same
     tried: list[tuple[str, str]] = []
-    for row, mods in _candidates(prog, src_row, want, t.name, wave, instr)[:_MAX_TRIES]:
+    for row, mods in cands[:_MAX_TRIES]:
         try:
-            new = _respecialise(prog, t.name, wave, row, mods)
+            if prog.origin is None:
+                new = _rewrite(prog, t.name, wave, src_row, row, mods)
+            else:
+                new = _respecialise(prog, t.name, wave, row, mods)
+        except PortError:
+            raise
         except TilesimError as e:
             tried.append((row.mnemonic, f"the kernel does not specialise with it ({e}); a {row.m}x{row.n}x{row.k} "
                                         f"tile may not fit the problem ({_sizes(prog)})"))
@@ -363,6 +463,7 @@ def port(prog: Program, target: str, *, instr: str | None = None, wave_size: int
             tried.append((row.mnemonic, f"not equivalent: {ev.differences[0]}"))
             continue
         return Port(new, prog, src_row, row, tuple(sorted((k, v) for k, v in mods.items() if v)),
-                    tuple(_changes(prog, new, src_row, row)), ev, tuple(tried))
+                    tuple(_changes(prog, new, src_row, row)), ev, tuple(tried),
+                    "re-specialised" if prog.origin is not None else "rewritten")
     raise PortError(f"no equivalent of {prog.name} ({prog.target}, {src_row.mnemonic}) on {t.name}: "
                     + "; ".join(f"{m}: {why}" for m, why in tried))
