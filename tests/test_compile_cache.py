@@ -123,3 +123,43 @@ def test_unwritable_cache_never_fails_and_leaves_no_temporary_files(tmp_path, mo
     offline._cache_put(key, "isa")
     assert offline._cache_get(key) is None
     assert [p.name for p in (tmp_path / "cd").iterdir()] == [f"{key}.s"]
+
+
+def _compile_worker(cache: str, src: str, target: str, out) -> None:
+    import os
+
+    os.environ["TILESIM_CACHE"] = cache
+    os.environ.pop("TILESIM_NO_CACHE", None)
+    out.put((src, target, offline.compile_hip(src, target).isa))
+
+
+@pytest.mark.compiler
+@pytest.mark.slow
+def test_concurrent_real_compiles_share_one_cache(tmp_path):
+    """Several processes compile through clang into one cache at once: each gets the ISA of its own
+    (source, target), and the cache ends with one whole entry per key."""
+    import multiprocessing as mp
+    import re
+
+    ctx = mp.get_context("spawn")
+    other = SRC.replace("1.0f", "2.0f")
+    jobs = [(SRC, "gfx1201"), (SRC, "gfx1201"), (other, "gfx1201"), (SRC, "gfx942")]
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_compile_worker, args=(str(tmp_path), s, t, q)) for s, t in jobs]
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    by_key: dict = {}
+    for s, t, isa in results:
+        by_key.setdefault((s, t), set()).add(isa)
+    assert all(len(v) == 1 for v in by_key.values()) and len(by_key) == 3
+    # each process got its own source's code: the constant it stores (1.0 or 2.0) is in its ISA
+    def stored(isa: str) -> set:
+        return set(re.findall(r"mov_b32 v\d+, (\d\.0)\b", isa))
+
+    assert stored(next(iter(by_key[(other, "gfx1201")]))) == {"2.0"}
+    assert stored(next(iter(by_key[(SRC, "gfx1201")]))) == {"1.0"}
+    assert len(list(tmp_path.rglob("*.s"))) == 3 and not list(tmp_path.rglob(".tmp-*"))

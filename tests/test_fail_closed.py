@@ -106,6 +106,15 @@ def test_amd_compile_only_never_runs_without_a_runner():
     assert v.status == "COMPILE_ONLY" and v.device is None and "not run on AMD hardware" in v.reason
 
 
+@pytest.mark.compiler
+def test_amd_injected_runner_failure_is_device_error_with_compile_metadata():
+    p = gemm.gemm.specialize(target="gfx1201", M=16, N=16, K=16)
+    v = _run(p, runner=fake.launch_failure)
+    assert v.status == "DEVICE_ERROR" and v.device is None and v.device_error["kind"] == "launch"
+    assert v.compile_metadata.get("vgpr_count") and v.isa_excerpt  # the offline compile still reported
+    assert _run(p, runner=fake.device_like_simulator, device="none").status == "COMPILE_ONLY"
+
+
 # ---------------------------------------------------------------- device errors
 
 @pytest.mark.parametrize("runner,kind,text", [

@@ -44,3 +44,18 @@ def test_a_planted_double_rounding_is_caught(campaign, monkeypatch, tmp_path, ca
     doc = json.loads((tmp_path / "x.json").read_text())
     failed = {c["case"] for c in doc["results"] if not c["ok"]}
     assert any("no double rounding" in c and c.startswith("fp8_ocp") for c in failed), failed
+
+
+def test_the_campaigns_rounding_oracle_agrees_with_numpy(campaign):
+    """``_ieee_round`` (exact rationals, from the IEEE definition) is the reference for the overflow
+    cases; numpy's float64 -> float32/float16 casts are an independent check of it, ties included."""
+    rng = np.random.default_rng(3)
+    f32max = float(np.finfo(np.float32).max)
+    xs = np.concatenate([rng.standard_normal(300) * 10.0 ** rng.integers(-48, 39, 300),
+                         [f32max + 2.0 ** 103, f32max + 2.0 ** 102, -(f32max + 2.0 ** 104), 2.0 ** -150,
+                          3 * 2.0 ** -150, 1 + 2.0 ** -24, 1 + 3 * 2.0 ** -24, 65520.0, 65519.0, 2.0 ** -25, 3 * 2.0 ** -26]])
+    with np.errstate(over="ignore"):
+        want32 = xs.astype(np.float32).astype(np.float64)
+        want16 = xs.astype(np.float16).astype(np.float64)
+    assert [campaign._ieee_round(float(x), 24, 128, -149) for x in xs] == want32.tolist()
+    assert [campaign._ieee_round(float(x), 11, 16, -24) for x in xs] == want16.tolist()

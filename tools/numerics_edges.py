@@ -28,16 +28,20 @@ from tilesim.matrix import lookup  # noqa: E402
 from tilesim.matrix.dtypes import decode, encode  # noqa: E402
 from tilesim.matrix.numerics import execute_logical, quantize  # noqa: E402
 
-OCP = "OCP 8-bit Floating Point Specification (OFP8) v1.0, §5 (E4M3: no Inf, NaN S.1111.111; E5M2: IEEE-like)"
-FNUZ = ("AMD CDNA3 ISA §7.1.3 'fp8 and bf8' / Graphcore-AMD 8-bit formats (FNUZ): bias one higher, no Inf, "
-        "no -0, the one NaN is 0x80")
-IEEE = "IEEE 754-2019 §4.3.1 roundTiesToEven, §7.4 overflow (to ±Inf), §6.2 NaN propagation, §7.2 invalid (Inf·0)"
+# Sources, each found and read for this campaign (docs/reliability.md lists them with links)
+OCP = ("OCP 8-bit Floating Point Specification (OFP8) rev 1.0 / arXiv:2209.05433: E4M3 has no Inf and one NaN "
+       "mantissa per sign (S.1111.111); E5M2 is IEEE-like with ±Inf")
+FNUZ = ("FNUZ formats (arXiv:2206.02915; StableHLO RFC 20230321-fp8_fnuz; LLVM APFloat Float8E4M3FNUZ/E5M2FNUZ): "
+        "bias one higher, no Inf, no -0, the one NaN is 0x80; CDNA3 (gfx942) fp8/bf8 are FNUZ, CDNA4 (gfx950) OCP "
+        "(AMD ROCm blog 'Matrix Core Programming on AMD CDNA3 and CDNA4')")
+IEEE = ("IEEE 754-2019: roundTiesToEven, overflow to ±Inf, NaN propagation, invalid operation (Inf·0, Inf-Inf) "
+        "gives NaN")
 ML = "ml_dtypes conversion of a float32-exact value (one rounding)"
-NP16 = "numpy float64 -> float16 conversion (correctly rounded, RNE)"
-WRAP = ("AMD RDNA3 ISA §7.9 WMMA / CDNA3 ISA §7 MFMA: integer accumulation in 32 bits; the CLAMP bit "
-        "(saturate) is 0 in tilesim's programs, so results wrap modulo 2**32")
-SIGN = "RDNA3 ISA §7.9: for IU8/IU4 WMMA, NEG[0]/NEG[1] select signed A/B; CDNA MFMA i8 is signed"
-
+WRAP = ("two's complement int32 accumulation; the clamp operand of the integer WMMA builtins (clang "
+        "docs/AMDGPUBuiltins.rst 'Integer WMMA': 'clamp: if true, saturate the result') is 0 in tilesim's programs, "
+        "so results wrap modulo 2**32")
+SIGN = ("clang docs/AMDGPUBuiltins.rst 'Integer WMMA': a_sign/b_sign 'if true, treat operand as signed' (NEG bits "
+        "of v_wmma_i32_*_iu8/iu4); MFMA *_i8 operands are signed")
 FLOATS = {  # tilesim dtype -> ml_dtypes / numpy type
     "f16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8_ocp": ml_dtypes.float8_e4m3fn,
     "bf8_ocp": ml_dtypes.float8_e5m2, "fp8_fnuz": ml_dtypes.float8_e4m3fnuz, "bf8_fnuz": ml_dtypes.float8_e5m2fnuz,
@@ -128,7 +132,7 @@ def codec_cases(c: Campaign, quick: bool) -> None:
         want = _overflow_rule(name, over, mx, step)
         c.check("saturation and overflow", f"{name}: values beyond max (non-saturating conversion)",
                 decode(encode(over, name), name), want, (OCP if "ocp" in name else FNUZ if "fnuz" in name else IEEE)
-                + "; OCP §4.2 non-saturating mode; ml_dtypes")
+                + "; non-saturating conversion (ml_dtypes, IEEE overflow)")
     # FNUZ vs OCP: the same bits, different meanings
     for bits, fnuz, ocp in [(0x80, math.nan, -0.0), (0x7F, 240.0, math.nan), (0xFF, -240.0, math.nan)]:
         c.check("FNUZ vs OCP", f"e4m3 bits {bits:#04x}: FNUZ {fnuz}, OCP {ocp}",
@@ -140,7 +144,8 @@ def codec_cases(c: Campaign, quick: bool) -> None:
     for name in ("fp8_fnuz", "bf8_fnuz"):
         all_bits = decode(np.arange(256, dtype=np.uint64), name)
         c.check("FNUZ vs OCP", f"{name}: exactly one NaN pattern, no Inf, no -0",
-                [int(np.isnan(all_bits).sum()), int(np.isinf(all_bits).sum()), int(np.sum((all_bits == 0) & np.signbit(all_bits)))],
+                [int(np.isnan(all_bits).sum()), int(np.isinf(all_bits).sum()),
+                 int(np.sum((all_bits == 0) & np.signbit(all_bits)))],
                 [1, 0, 0], FNUZ)
         c.check("FNUZ vs OCP", f"{name}: -0.0, NaN, ±Inf encode to 0x00, 0x80, 0x80, 0x80",
                 encode(np.array([-0.0, np.nan, np.inf, -np.inf]), name), np.array([0, 0x80, 0x80, 0x80], np.uint64),
@@ -150,9 +155,35 @@ def codec_cases(c: Campaign, quick: bool) -> None:
         signed = name[0] == "i"
         vals = np.array([-1, -(1 << (bits - 1)), (1 << (bits - 1)) - 1, 1 << (bits - 1), (1 << bits) - 1, 1 << bits],
                         np.int64)
-        want = ((vals % (1 << bits)) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1)) if signed else vals % (1 << bits)
+        half = 1 << (bits - 1)
+        want = ((vals % (1 << bits)) + half) % (1 << bits) - half if signed else vals % (1 << bits)
         c.check("integers", f"{name}: two's complement, out-of-range values wrap modulo 2**{bits}",
                 decode(encode(vals, name), name), want, "two's complement; " + (SIGN if bits < 32 else WRAP))
+
+
+def _ieee_round(x: float, p: int, emax_pow: int, emin_sub: int) -> float:
+    """``x`` rounded to nearest, ties to even, into a binary format with ``p`` significand bits,
+    values below ``2**emax_pow`` and smallest subnormal ``2**emin_sub``; ±Inf past the midpoint
+    above max (IEEE 754-2019 §7.4). Written from the definition, in exact rational arithmetic."""
+    from fractions import Fraction
+
+    if x == 0:
+        return x
+    q = Fraction(abs(x))
+    e = q.numerator.bit_length() - q.denominator.bit_length()
+    while Fraction(2) ** e > q:  # e = floor(log2 q)
+        e -= 1
+    while Fraction(2) ** (e + 1) <= q:
+        e += 1
+    ulp = Fraction(2) ** max(e - p + 1, emin_sub)  # fixed below the normal range: subnormals
+    n, r = divmod(q, ulp)
+    if r > ulp / 2 or (r == ulp / 2 and n % 2 == 1):
+        n += 1
+    v = n * ulp
+    mx = (Fraction(2) ** emax_pow) * (1 - Fraction(1, 2 ** p))
+    if v > mx:
+        return math.copysign(math.inf, x)
+    return math.copysign(float(v), x)
 
 
 def _overflow_rule(name: str, x: np.ndarray, mx: float, step: float) -> np.ndarray:
@@ -161,7 +192,7 @@ def _overflow_rule(name: str, x: np.ndarray, mx: float, step: float) -> np.ndarr
     the midpoint itself goes to the even neighbour — max+step when max's last bit is odd (IEEE
     formats, FNUZ), but max itself for OCP e4m3fn, whose all-ones mantissa is NaN so its max
     (S.1111.110) is even; beyond that, ±Inf, or NaN where the format has no Inf (e4m3fn, FNUZ);
-    fp6/fp4 have neither and saturate (ml_dtypes; OCP MX spec v1.0 §5.3.3 "saturate to max")."""
+    fp6/fp4 have neither Inf nor NaN encodings and saturate (ml_dtypes)."""
     max_is_even = int(_ml_bits(np.array([mx], np.float32), name)[0]) % 2 == 0
     mid = mx + step / 2
     keep = (np.abs(x) < mid) | ((np.abs(x) == mid) & max_is_even)
@@ -174,6 +205,13 @@ def _overflow_rule(name: str, x: np.ndarray, mx: float, step: float) -> np.ndarr
 
 
 # ------------------------------------------------------------------------------------------ simulated mma
+
+def _ml_round(x: np.ndarray, name: str) -> np.ndarray:
+    """``x`` rounded to ``name`` by numpy/ml_dtypes (not by tilesim), as float64."""
+    t = np.float32 if name == "f32" else FLOATS[name]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x, np.float32).astype(t).astype(np.float64)
+
 
 def _one_mma(ta: str, tb: str, tc: str):
     @ts.kernel
@@ -221,7 +259,7 @@ def mma_cases(c: Campaign, quick: bool) -> None:
         A[4, :] = 0.0
         A[4, 0], B[0, 5] = 1.0, np.inf if tb not in ("fp8_fnuz", "bf8_fnuz", "fp8_ocp") else 1.0   # +Inf + -Inf
         got = _simulate(target, mn, A, B, C)
-        qa, qb, qc = quantize(A, ta), quantize(B, tb), quantize(C, tc)
+        qa, qb, qc = _ml_round(A, ta), _ml_round(B, tb), _ml_round(C, tc)  # the reference rounds by ml_dtypes
         with np.errstate(invalid="ignore", over="ignore"):
             want_nan = np.isnan(qa @ qb + qc)  # float64: which outputs IEEE makes NaN (Inf·0, Inf-Inf, NaN in)
         c.check("NaN and Inf through mma", f"{target} {mn}: NaN exactly where IEEE float64 gives NaN "
@@ -255,8 +293,56 @@ def mma_cases(c: Campaign, quick: bool) -> None:
             got = _simulate(target, mn, A3, B3, np.zeros((M, N)))
             want = [sub, float(np.float32(sub * sub))]
             c.check("denormals", f"{target} {mn}: {ta} subnormal inputs kept; tiny products rounded once to f32",
-                    [got[0, 0], got[1, 1]], want, IEEE + "; CDNA3/RDNA3 ISA: matrix ops honour denormals "
-                    "(see known_divergences for gfx90a)", via="simulated mma")
+                    [got[0, 0], got[1, 1]], want, IEEE + " (subnormals kept: tilesim's model on every target; "
+                    "MI200 is documented to flush, see known_divergences)", via="simulated mma")
+    # overflow of finite inputs in the accumulator / output type: IEEE rounding, so ±Inf past the
+    # midpoint above max and max below it (one rounding of the exact sum)
+    f32max = float(np.finfo(np.float32).max)
+    A5, B5, C5 = np.zeros((16, 4)), np.zeros((4, 16)), np.zeros((16, 16))
+    A5[0, 0], B5[0, 0] = 2.0 ** 64, 2.0 ** 64                      # 2^128: past f32 max
+    A5[1, 0], B5[0, 1], C5[1, 1] = f32max, 1.0, f32max             # max + max
+    A5[2, 0], B5[0, 2] = 2.0 ** 64, -(2.0 ** 64)                   # -2^128
+    A5[3, 0], B5[0, 3], C5[3, 3] = 2.0 ** 103, 1.0, f32max         # max + half an ulp of max: a tie, to even (Inf)
+    A5[4, 0], B5[0, 4], C5[4, 4] = 2.0 ** 102, 1.0, f32max         # max + a quarter ulp: stays max
+    A5[5, 0], B5[0, 5] = 2.0 ** -75, 2.0 ** -75                    # 2^-150: half the smallest subnormal, a tie to 0
+    A5[6, 0], B5[0, 6] = 2.0 ** -70, 2.0 ** -70                    # 2^-140: an f32 subnormal, kept
+    got = _simulate("gfx942", "v_mfma_f32_16x16x4_f32", A5, B5, C5)
+    exact = [2.0 ** 128, 2 * f32max, -(2.0 ** 128), f32max + 2.0 ** 103, f32max + 2.0 ** 102, 2.0 ** -150, 2.0 ** -140]
+    want = [_ieee_round(x, 24, 128, -149) for x in exact]
+    c.check("saturation and overflow", "gfx942 v_mfma_f32_16x16x4_f32: finite inputs whose exact sum is past f32 "
+            "max give ±Inf, below the midpoint max; f32 underflow ties and subnormals", np.diag(got)[:7], want, IEEE,
+            via="simulated mma")
+    with np.errstate(over="ignore"):
+        np32 = np.array(exact).astype(np.float32).astype(np.float64)
+    c.check("saturation and overflow", "the f32 overflow reference agrees with numpy's float64 -> float32", want, np32,
+            IEEE)
+    A6, B6 = np.zeros((16, 16)), np.zeros((16, 16))
+    A6[0, 0], B6[0, 0] = 256.0, 256.0                          # 65536: past the midpoint 65520 -> Inf
+    A6[1, 0], B6[0, 1] = 255.0, 257.0                          # 65535 -> Inf
+    A6[2, 0], B6[0, 2], A6[2, 1], B6[1, 2] = 65504.0, 1.0, 8.0, 1.0    # 65512 -> 65504
+    A6[3, 0], B6[0, 3], A6[3, 1], B6[1, 3] = 65504.0, 1.0, 16.0, 1.0   # 65520: tie; 65504 is odd -> Inf
+    A6[4, 0], B6[0, 4] = -256.0, 256.0                         # -65536 -> -Inf
+    got = _simulate("gfx1201", "v_wmma_f16_16x16x16_f16", A6, B6, np.zeros((16, 16)))
+    exact = [65536.0, 65535.0, 65512.0, 65520.0, -65536.0]
+    c.check("saturation and overflow", "gfx1201 v_wmma_f16_16x16x16_f16: f16 output past max is ±Inf (ties to "
+            "even at 65520), below the midpoint 65504", np.diag(got)[:5], [_ieee_round(x, 11, 16, -24) for x in exact],
+            IEEE + "; numpy float16 agrees", via="simulated mma")
+    with np.errstate(over="ignore"):
+        np16 = np.array(exact).astype(np.float16).astype(np.float64)
+    c.check("saturation and overflow", "the f16 overflow reference agrees with numpy's float64 -> float16",
+            [_ieee_round(x, 11, 16, -24) for x in exact], np16, IEEE)
+    # fp8/bf8 subnormal inputs through mma: the products are exact in f32, nothing is flushed
+    for target, mn, name in [("gfx942", "v_mfma_f32_16x16x32_fp8_fp8", "fp8_fnuz"),
+                             ("gfx950", "v_mfma_f32_16x16x32_fp8_fp8", "fp8_ocp"),
+                             ("gfx1201", "v_wmma_f32_16x16x16_bf8_bf8", "bf8_ocp")][: 1 if quick else 3]:
+        row = lookup(mn, target)
+        sub = float(ml_dtypes.finfo(FLOATS[name]).smallest_subnormal)
+        A7, B7 = np.zeros((row.m, row.k)), np.zeros((row.k, row.n))
+        A7[0, 0], B7[0, 0], A7[1, 0], B7[0, 1] = sub, sub, sub, 1.0
+        got = _simulate(target, mn, A7, B7, np.zeros((row.m, row.n)))
+        c.check("denormals", f"{target} {mn}: {name} smallest subnormal ({sub:g}) squared and times 1, exact in f32",
+                [got[0, 0], got[1, 1]], [sub * sub, sub], (FNUZ if "fnuz" in name else OCP) + "; " + ML
+                + "; exact float64 products", via="simulated mma")
     # fp8: bits that mean NaN in FNUZ mean -0 in OCP; the same register contents, different D
     for target, mn, name in ([("gfx942", "v_mfma_f32_16x16x32_fp8_fp8", "fp8_fnuz"),
                               ("gfx950", "v_mfma_f32_16x16x32_fp8_fp8", "fp8_ocp")]
@@ -307,18 +393,21 @@ def mma_cases(c: Campaign, quick: bool) -> None:
 KNOWN_DIVERGENCES = [
     {"what": "gfx90a (MI200) v_mfma_*f16 / *bf16 / *bf16_1k flush subnormal inputs and outputs to zero; "
              "tilesim's model keeps them (IEEE), on every target",
-     "source": "ROCm MIOpen docs, 'MI200 matrix fused multiply-add (MFMA) behavior specifics' "
-               "(docs/conceptual/MI200-alt-implementation.rst)",
+     "source": "ROCm MIOpen docs, 'MI200 matrix fused multiply-add (MFMA) behavior specifics': 'MFMA_F16, "
+               "MFMA_BF16, and MFMA_BF16_1K flush subnormal input/output data to zero' "
+               "(https://rocm.docs.amd.com/projects/MIOpen/en/latest/conceptual/MI200-alt-implementation.html)",
      "effect": "a device run on gfx90a with f16/bf16 subnormals would differ from the simulator; not run on AMD "
                "hardware here"},
     {"what": "the CLAMP bit of integer WMMA/MFMA (saturate to int32 instead of wrapping) is not modelled or "
              "emitted: tilesim programs always run with CLAMP=0",
-     "source": "RDNA3 ISA §7.9 (WMMA clamp); LLVM PR #171069 adds the clamp operand to gfx1250 iu8 WMMA",
+     "source": "clang docs/AMDGPUBuiltins.rst, 'Integer WMMA': __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32(a_sign, "
+               "a, b_sign, b, c, clamp), 'clamp: if true, saturate the result'",
      "effect": "none for tilesim programs (the generator passes clamp=0); a hand-written kernel with clamp=1 "
                "saturates where tilesim wraps"},
     {"what": "fp8 conversion on the device (v_cvt_pk_fp8_f32 with its clamp/saturate option) is not modelled; "
              "tilesim quantises host inputs with the non-saturating rule (ml_dtypes)",
-     "source": "CDNA3 ISA §12 v_cvt_pk_fp8_f32; OCP OFP8 §4.2 (saturating vs non-saturating)",
+     "source": "__builtin_amdgcn_cvt_pk_fp8_f32 (HIP amd_hip_ocp_fp_cxx.hpp; clang builtins for gfx942/gfx950); "
+               "OFP8 rev 1.0 defines saturating and non-saturating conversion",
      "effect": "values beyond the fp8 max become NaN/Inf in tilesim where a saturating device conversion "
                "would give ±max"},
 ]
