@@ -1,0 +1,254 @@
+"""Shared machinery of the Gluon specs: a small F2 layout builder, parameter checks and the
+explicit-bases :class:`DistributedLinearLayout`.
+
+``_LL`` builds a linear layout from identity / zero 1-D pieces and products, then applies the two
+shape adjustments Triton applies to a CTA tile: repeat in registers while the tile is smaller than
+the tensor, and zero the largest bases while it is larger. Output dims keep the order they were
+introduced in, which decides where repeated registers go.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tilesim.errors import LayoutError
+from tilesim.layouts.layout import Layout
+
+HW_DIMS = ("register", "lane", "warp", "block")
+
+
+# --------------------------------------------------------------------------- small F2 layouts
+class _LL:
+    """A linear layout under construction: ``bases[in_dim]`` lists images as {out_dim: value}.
+
+    Output dims keep the order they were introduced in (this order decides where repeated
+    registers go, exactly as in Triton), with their sizes in ``outs``.
+    """
+
+    def __init__(self, bases: dict[str, list[dict[str, int]]] | None = None,
+                 outs: dict[str, int] | None = None) -> None:
+        self.bases = bases or {}
+        self.outs = outs or {}
+
+    @staticmethod
+    def strided(size: int, stride: int, ind: str, outd: str) -> _LL:
+        n = max(size, 1).bit_length() - 1
+        return _LL({ind: [{outd: stride << i} for i in range(n)]}, {outd: stride * (1 << n)})
+
+    @staticmethod
+    def identity(size: int, ind: str, outd: str) -> _LL:
+        return _LL.strided(size, 1, ind, outd)
+
+    @staticmethod
+    def zeros(size: int, ind: str, outd: str) -> _LL:
+        n = max(size, 1).bit_length() - 1
+        return _LL({ind: [{} for _ in range(n)]}, {outd: 1})
+
+    def __mul__(self, other: _LL) -> _LL:
+        bases = {k: [dict(v) for v in vs] for k, vs in self.bases.items()}
+        for ind, vecs in other.bases.items():
+            dst = bases.setdefault(ind, [])
+            for v in vecs:
+                dst.append({o: x * self.outs.get(o, 1) for o, x in v.items()})
+        outs = dict(self.outs)
+        for o, s in other.outs.items():
+            outs[o] = outs.get(o, 1) * s
+        return _LL(bases, outs)
+
+    def not_smaller(self, shape: Mapping[str, int]) -> _LL:
+        ret = self
+        for o in list(self.outs):
+            want, have = shape[o], self.outs[o]
+            if want > have:
+                ret = ret * _LL.identity(want // have, "register", o)
+        return ret
+
+    def not_larger(self, shape: Mapping[str, int]) -> _LL:
+        bases = {k: [dict(v) for v in vs] for k, vs in self.bases.items()}
+        outs = dict(self.outs)
+        for o in list(self.outs):
+            size = outs[o]
+            if size <= shape[o]:
+                continue
+            found = [(v[o], ind, i) for ind in HW_DIMS for i, v in enumerate(bases.get(ind, [])) if v.get(o)]
+            found.sort(key=lambda t: -t[0])  # stable: ties keep hardware-dim order
+            for _, ind, i in found:
+                if size <= shape[o]:
+                    break
+                bases[ind][i].pop(o)
+                size >>= 1
+            outs[o] = shape[o]
+        return _LL(bases, outs)
+
+    def fit(self, shape: Mapping[str, int], cga: Sequence[Sequence[int]] = ()) -> _LL:
+        """Triton's combination of a CTA tile with the CTA grid: the grid (``cga``: block bases in CTA
+        units) takes its share of ``shape``; the tile repeats up to the rest, then is cut down to it."""
+        grid = _LL({"block": [{f"dim{d}": x for d, x in enumerate(v) if x} for v in cga]},
+                   {o: 1 << max((x.bit_length() for v in cga for d, x in enumerate(v) if f"dim{d}" == o), default=0)
+                    for o in shape})
+        grid = grid.not_larger(shape)
+        cta = {o: max(1, s // grid.outs[o]) for o, s in shape.items()}
+        tile = self.not_smaller(cta).not_larger(cta)
+        return tile * grid if cga else tile
+
+    def without_zero_registers(self) -> _LL:
+        """Registers that hold copies (all-zero bases) removed, as Triton does for blocked and sliced layouts."""
+        bases = dict(self.bases)
+        bases["register"] = [v for v in bases.get("register", []) if any(v.values())]
+        return _LL(bases, self.outs)
+
+    def drop_out(self, outd: str) -> _LL:
+        bases = {k: [{o: x for o, x in v.items() if o != outd} for v in vs] for k, vs in self.bases.items()}
+        return _LL(bases, {o: s for o, s in self.outs.items() if o != outd})
+
+    def linear(self, shape: Sequence[int]) -> DistributedLinearLayout:
+        names = [f"dim{i}" for i in range(len(shape))]
+
+        def vecs(ind: str) -> tuple[tuple[int, ...], ...]:
+            return tuple(tuple(v.get(n, 0) for n in names) for v in self.bases.get(ind, []))
+
+        return DistributedLinearLayout(vecs("register"), vecs("lane"), vecs("warp"), vecs("block"), tuple(shape))
+
+
+# --------------------------------------------------------------------------- checking helpers
+def _fail(cls: str, what: str, value: Any, why: str) -> LayoutError:
+    return LayoutError(f"{cls} {what} {value!r}: {why}"[:400])
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _is_pow2(x: Any) -> bool:
+    return _is_int(x) and x >= 1 and x & (x - 1) == 0
+
+
+def _ints(cls: str, what: str, value: Any, *, rank: int | None = None, pow2: bool = True,
+          allow_zero: bool = False) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise _fail(cls, what, value, "must be a list of integers")
+    out = tuple(int(x) if _is_int(x) else x for x in value)
+    if rank is not None and len(out) != rank:
+        raise _fail(cls, what, value, f"must have {rank} entries (the layout's rank)")
+    for x in out:
+        if not _is_int(x) or x < (0 if allow_zero else 1):
+            raise _fail(cls, what, value, "entries must be positive integers")
+        if pow2 and not _is_pow2(x):
+            raise _fail(cls, what, value, "entries must be powers of two")
+    return out
+
+
+def _shape(cls: str, shape: Any, rank: int) -> tuple[int, ...]:
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence) or len(shape) != rank:
+        raise _fail(cls, "tensor shape", shape, f"must be a list of {rank} power-of-two sizes (the layout's rank)")
+    for s in shape:
+        if not _is_pow2(s):
+            raise _fail(cls, "tensor shape", list(shape), "sizes must be powers of two")
+    return tuple(int(s) for s in shape)
+
+
+def _order(cls: str, order: Any, rank: int) -> tuple[int, ...]:
+    if (isinstance(order, (str, bytes)) or not isinstance(order, Sequence) or not all(_is_int(x) for x in order)
+            or sorted(order) != list(range(rank))):
+        raise _fail(cls, "order", order, f"must be a permutation of 0..{rank - 1}")
+    return tuple(order)
+
+
+def _bool(cls: str, what: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(cls, what, value, "must be True or False")
+    return value
+
+
+def _vectors(cls: str, what: str, raw: Any, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Basis vectors: one coordinate per dim of ``shape``, each inside it."""
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        raise _fail(cls, what, raw, "must be a list of basis vectors")
+    vecs = []
+    for v in raw:
+        vec = _ints(cls, what, v, rank=len(shape), pow2=False, allow_zero=True)
+        if any(x >= s for x, s in zip(vec, shape)):
+            raise _fail(cls, what, list(v), f"basis lies outside shape {list(shape)}")
+        vecs.append(vec)
+    return tuple(vecs)
+
+
+def _cga(cls: str, value: Any, rank: int) -> tuple[tuple[int, ...], ...]:
+    """CTA-grid (``cga_layout``) bases: one vector per block bit, entries 0 or powers of two (CTA units)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise _fail(cls, "cga_layout", value, f"must be a list of block bases with {rank} entries each")
+    out = []
+    for v in value:
+        vec = _ints(cls, "cga_layout", v, rank=rank, pow2=False, allow_zero=True)
+        if any(x and x & (x - 1) for x in vec):
+            raise _fail(cls, "cga_layout", [list(x) for x in value], "entries must be 0 or powers of two")
+        out.append(vec)
+    return tuple(out)
+
+
+def _dims(shape: Sequence[int]) -> dict[str, int]:
+    return {f"dim{i}": s for i, s in enumerate(shape)}
+
+
+# --------------------------------------------------------------------------- linear layouts
+@dataclass(frozen=True)
+class DistributedLinearLayout:
+    """Explicit F2 bases: ``reg_bases[b]`` is the logical coordinate of register bit ``b`` alone, etc.
+
+    Coordinates are ``(dim0, dim1, …)`` and must lie inside ``shape``; all-zero bases mean
+    broadcast (the hardware bit selects a copy of the same element).
+    """
+
+    reg_bases: tuple[tuple[int, ...], ...]
+    lane_bases: tuple[tuple[int, ...], ...]
+    warp_bases: tuple[tuple[int, ...], ...]
+    block_bases: tuple[tuple[int, ...], ...] = ()
+    shape: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        cls = "DistributedLinearLayout"
+        shape = _ints(cls, "shape", self.shape)
+        if not shape:
+            raise _fail(cls, "shape", self.shape, "must name at least one dim")
+        object.__setattr__(self, "shape", shape)
+        for what in ("reg_bases", "lane_bases", "warp_bases", "block_bases"):
+            object.__setattr__(self, what, _vectors(cls, what, getattr(self, what), shape))
+
+    def to_linear(self, shape: Sequence[int] | None = None) -> DistributedLinearLayout:
+        if shape is not None and tuple(shape) != self.shape:
+            raise _fail("DistributedLinearLayout", "tensor shape", list(shape),
+                        f"the layout is for shape {list(self.shape)}")
+        return self
+
+    def to_layout(self, shape: Sequence[int] | None = None) -> Layout:
+        """The :class:`Layout` these bases describe (``block`` included only when it has bases)."""
+        lin = self.to_linear(shape)
+        bases = {"register": lin.reg_bases, "lane": lin.lane_bases, "warp": lin.warp_bases}
+        if lin.block_bases:
+            bases["block"] = lin.block_bases
+        ind = {k: 1 << len(v) for k, v in bases.items()}
+        return Layout.from_bases(ind, _dims(lin.shape), bases)
+
+    def bases_dict(self) -> dict[str, list[list[int]]]:
+        """``{"register": [...], "lane": [...], "warp": [...], "block": [...]}`` as plain lists."""
+        return {k: [list(v) for v in vs] for k, vs in zip(HW_DIMS, (self.reg_bases, self.lane_bases,
+                                                                  self.warp_bases, self.block_bases))}
+
+
+class _Distributed:
+    """Shared behaviour: ``to_layout`` goes through ``to_linear``."""
+
+    rank: int
+
+    def to_linear(self, shape: Sequence[int]) -> DistributedLinearLayout:
+        shp = _shape(type(self).__name__, shape, self.rank)
+        return self._ll(shp).linear(shp)
+
+    def to_layout(self, shape: Sequence[int]) -> Layout:
+        return self.to_linear(shape).to_layout()
+
+    def _ll(self, shape: tuple[int, ...]) -> _LL:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
