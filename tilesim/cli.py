@@ -27,6 +27,7 @@ _EPILOG = """examples:
   tilesim run examples/gemm.py --target sm_90
   tilesim compile examples/gemm.py --target gfx1201 --isa
   tilesim port examples/gemm.py --target gfx942 --to gfx1201
+  tilesim check-layout "AMDMFMALayout(3, [32, 32, 8], False, [1, 1])" --arch gfx942
   tilesim simulate examples/gemm.py --target gfx1201 --inspect %9
   tilesim demo
 """
@@ -133,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     po = sub.add_parser("port", help="port tile programs to another target's instructions, proving equivalence",
                         description="Re-specialise each program of FILE (a Python file whose programs() returns "
-                        "programs built by @ts.kernel; program JSON has no kernel to re-specialise and is refused) "
+                        "programs built by @ts.kernel, or program JSON, which has no kernel: rewritten in place to a "
+                        "same-m x n x k instruction or refused) "
                         "for TARGET: choose the instruction, layouts, wave size and tiling, and prove the result "
                         "equivalent with probes and random inputs. Prints the index maps that changed, the proof, "
                         "or why no equivalent exists. Exit 1 if any port was refused.")
@@ -144,6 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "and shape)")
     po.add_argument("--emit", action="store_true", help="also print the ported program's HIP/CUDA source")
     po.add_argument("--format", choices=("text", "json"), default="text")
+
+    cl = sub.add_parser("check-layout", help="check a Gluon/Triton layout against an instruction's operand layout",
+                        description="Say whether SPEC, a Gluon/Triton layout (a constructor string such as "
+                        "\"AMDMFMALayout(version=3, instr_shape=[32,32,8], transposed=False, warps_per_cta=[1,1])\", "
+                        "or a .json file), used as an mma operand or result, holds what the instruction reads or "
+                        "writes on ARCH: warp 0's registers for one instruction tile, lane by lane. Prints the "
+                        "first differing lane/VGPR and the pattern. Exit 0 on a match, 1 on a mismatch or "
+                        "rejection, 2 on a usage error.")
+    cl.add_argument("spec", metavar="SPEC")
+    cl.add_argument("--arch", required=True, help="target, e.g. gfx942, gfx1100, gfx1201")
+    cl.add_argument("--operand", choices=("A", "B", "C", "D"), default=None,
+                    help="operand the layout is used as (default: A/B from a DotOperandLayout, else C)")
+    cl.add_argument("--instr", default=None, help="instruction (default: from the layout's kind, instr_shape "
+                    "and --dtype)")
+    cl.add_argument("--dtype", default="f16", help="A/B element type used to pick the instruction (default f16)")
+    cl.add_argument("--format", choices=("text", "json"), default="text")
 
     gl = sub.add_parser("gallery", help="write a static HTML gallery of every instruction's layouts")
     gl.add_argument("outdir")
@@ -454,6 +472,14 @@ def _cmd_port(args: argparse.Namespace) -> tuple[str, int]:
     return "\n\n".join(text), code
 
 
+def _cmd_check_layout(args: argparse.Namespace) -> tuple[str, int]:
+    from tilesim.layouts.check import check_layout
+
+    res = check_layout(args.spec, args.arch, operand=args.operand, instr=args.instr, dtype=args.dtype)
+    out = json.dumps(res.to_dict(), indent=1) if args.format == "json" else str(res)
+    return out, 0 if res.ok else 1
+
+
 def _cmd_gallery(args: argparse.Namespace) -> str:
     from tilesim.errors import TilesimError
     from tilesim.gallery import build_gallery
@@ -502,6 +528,7 @@ _COMMANDS = {
     "devices": _cmd_devices,
     "gallery": _cmd_gallery,
     "port": _cmd_port,
+    "check-layout": _cmd_check_layout,
 }
 
 
