@@ -31,9 +31,13 @@ and and_eq bitand bitor compl not not_eq or or_eq xor xor_eq restrict
 """.split())
 CUDA_BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 
-NASTY = ["int", "new", "class", "template", "lane", "wave", "x", "s", "s3", "f12", "gr", "ts_lds", "ts_u32",
+NASTY = ["int", "new", "class", "template", "lane", "wave", "x", "s", "s3", "f12", "gr", "gr0", "ok1", "i0", "ts_lds",
+         "ts_u32",
          "TS_AMD", "threadIdx", "main", "__x", "_X", "_", "a__b", "9lives", "", " ", "数据", "é", "è", "a-b", "a_b",
          "a b", "A", "x" * 5000, "back\\", "line\nbreak", "*/", "//", "\u2028", "\x00", "\udc80"]
+
+
+SHORT = st.from_regex(r"[a-z]{1,3}[0-9]?", fullmatch=True)  # the shape of a generated local's name
 
 
 def _renamed(prog: Program, kernel: str, names: list[str]) -> Program:
@@ -81,23 +85,29 @@ def _check_source(em, kernel: str, names: list[str]) -> None:
     body = src[src.index(f"void {em.kernel}("):]
     sig = body[: body.index(") {")]
     assert [p.split()[-1] for p in sig[sig.index("(") + 1:].split(", ")] == list(em.tensors)
-    # every tensor access goes through a parameter, and no local declaration reuses a parameter name
-    accessed = set(re.findall(r"(\w+)\[gr \* \d+ \+ gc\]", body))
-    assert accessed == set(em.tensors), (accessed, em.tensors)
-    declared = set(re.findall(r"\b(?:int|float|short|ts_u8|ts_u32|ts_u64|ts_r\d+|unsigned char)\s+(\w+)\s*[\[=;]",
-                              body))
+    # every tensor is used through its parameter, and no local declaration reuses a parameter name
+    # (declarations read from the emitted text: every declarator of `type a = .., b = ..;` lines)
+    inner = body[body.index(") {"):]
+    assert all(re.search(rf"\b{t}\b", inner) for t in em.tensors), em.tensors
+    types = r"(?:const\s+)?(?:int|bool|float|short|unsigned char|unsigned short|ts_u8|ts_u16|ts_u32|ts_u64|ts_r\d+)"
+    declared = set(re.findall(rf"\b{types}\s+(\w+)", inner))  # the first declarator of each declaration
+    for ln in inner.splitlines():  # and the next ones: `const int gr = .., gc = ..;`
+        if re.match(rf"\s*(?:for \()?{types}\s", ln):
+            declared |= set(re.findall(r",\s*(\w+)\s*=", ln))
+    assert {"lane"} <= declared  # the scan does see the generator's locals
     assert not declared & set(idents), declared & set(idents)
-    # names that are already fine are kept as written
+    # names that are already fine, and no other word of the kernel's code, are kept as written
+    words = set(re.findall(r"\b[A-Za-z_]\w*", inner)) - set(idents)
     for n, i in zip([kernel, *names], idents):
-        if _is_c_identifier(n) and not re.fullmatch(r"[sf]\d+|ts_\w*|TS_\w*", n) and n not in {
-                "lane", "wave", "s", "v", "lo", "x", "gr", "gc", "r", "c", "off", "a", "b", "t", "i", "main"}:
+        if _is_c_identifier(n) and n not in words and not re.fullmatch(r"ts_\w*|TS_\w*", n) and n != "main" \
+                and not re.fullmatch(r"(?:lane|wave|s|v|lo|x|gr|gc|r|c|off|a|b|t|i|ok|f|q)\d*", n):
             assert i == n or n in names[: names.index(n)] if n in names else i == n
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(target=st.sampled_from(["gfx1201", "sm_90"]),
-       kernel=st.one_of(st.sampled_from(NASTY), st.text(max_size=80)),
-       names=st.lists(st.one_of(st.sampled_from(NASTY), st.text(max_size=40)), min_size=3, max_size=3,
+       kernel=st.one_of(st.sampled_from(NASTY), st.text(max_size=80), SHORT),
+       names=st.lists(st.one_of(st.sampled_from(NASTY), st.text(max_size=40), SHORT), min_size=3, max_size=3,
                       unique=True))
 def test_any_names_give_safe_one_to_one_identifiers(base, target, kernel, names):
     em = emit_hip(_renamed(base[target], kernel, names))
@@ -109,6 +119,7 @@ def test_any_names_give_safe_one_to_one_identifiers(base, target, kernel, names)
     ("数据", ["a-b", "a_b", "a b"]),              # three names that sanitise alike
     ("x" * 5000, ["é", "è", "__x"]),            # very long; non-ASCII that has no ASCII part
     ("main", ["s3", "ts_lds", "threadIdx"]),
+    ("i0", ["i1", "ok0", "gc1"]),                 # the paired 16-bit loads' locals
     ("line\nbreak", ["back\\", "*/", "\x00"]),
 ])
 def test_listed_nasty_names(base, kernel, names):
@@ -116,6 +127,32 @@ def test_listed_nasty_names(base, kernel, names):
         em = emit_hip(_renamed(prog, kernel, names))
         _check_source(em, kernel, names)
         assert len(em.kernel) <= 63
+
+
+def _locals(src: str) -> list[str]:
+    inner = src[src.index('extern "C"'):]  # the kernel, not the prelude's helper functions
+    return sorted(set(re.findall(r"\b(?:int|bool|float|short|ts_u32|ts_u64|ts_r\d+)\s+(\w+)", inner))
+                  | set(re.findall(r"(?m)^\s*(?:const )?int .*?,\s*(\w+)\s*=", inner)))
+
+
+def test_names_equal_to_the_generators_own_locals(base):
+    """Whatever the generator calls its locals today (read from its output, not from a list), a
+    kernel or tensor with that name cannot shadow or be shadowed by one."""
+    for prog in base.values():
+        own = [n for n in _locals(emit_hip(prog).source) if not n.startswith(("ts_", "TS_"))]
+        assert len(own) >= 4, own
+        for i in range(0, len(own) - 3, 3):
+            em = emit_hip(_renamed(prog, own[i + 3], own[i:i + 3]))
+            _check_source(em, own[i + 3], own[i:i + 3])
+
+
+def test_the_body_scan_alone_protects_new_locals(base, monkeypatch):
+    """A local the generator adds tomorrow is in no list: with the list of known local names
+    emptied, scanning the generated body alone must still keep every parameter distinct."""
+    from tilesim.codegen import idents
+
+    monkeypatch.setattr(idents, "_GENERATED_PATTERN", re.compile(r"ts_.*|TS_.*", re.S))
+    test_names_equal_to_the_generators_own_locals(base)
 
 
 def test_plain_names_are_kept_and_duplicates_refused(base):

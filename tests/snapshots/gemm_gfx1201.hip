@@ -78,22 +78,46 @@ extern "C" __attribute__((global)) TS_BOUNDS(32) void gemm(const ts_u16* __restr
     f6 = ts_r4{};
     {
       #pragma unroll
-      for (int s = 0; s < 8; ++s) {
-        const int gr = s5 + (lane % 16), gc = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8);
-        const int v = s / 2, lo = (s % 2) * 16;
-        const ts_u32 x = (gr >= 0 && gr < 64 && gc >= 0 && gc < 64) ? (ts_u32)A[gr * 64 + gc] : 0u;
-        f6.r[v] = (f6.r[v] & ~(65535u << lo)) | (x << lo);
+      for (int v = 0; v < 4; ++v) {
+        bool ok[2]; int i[2];
+        #pragma unroll
+        for (int s = 2 * v; s < 2 * v + 2; ++s) {
+          const int gr = s5 + (lane % 16), gc = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8);
+          ok[s - 2 * v] = gr >= 0 && gr < 64 && gc >= 0 && gc < 64; i[s - 2 * v] = gr * 64 + gc;
+        }
+        if (ok[0] && ok[1] && i[1] == i[0] + 1 && (i[0] & 1) == 0) {
+          f6.r[v] = *(const ts_u32*)(A + i[0]);
+        } else {
+          f6.r[v] = 0u;
+          #pragma unroll
+          for (int s = 2 * v; s < 2 * v + 2; ++s) {
+            const int gr = s5 + (lane % 16), gc = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8);
+            if (gr >= 0 && gr < 64 && gc >= 0 && gc < 64) f6.r[v] |= (ts_u32)A[gr * 64 + gc] << ((s % 2) * 16);
+          }
+        }
       }
     }
     s7 = (s2 * 16);
     f8 = ts_r4{};
     {
       #pragma unroll
-      for (int s = 0; s < 8; ++s) {
-        const int gr = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8), gc = s7 + (lane % 16);
-        const int v = s / 2, lo = (s % 2) * 16;
-        const ts_u32 x = (gr >= 0 && gr < 64 && gc >= 0 && gc < 64) ? (ts_u32)B[gr * 64 + gc] : 0u;
-        f8.r[v] = (f8.r[v] & ~(65535u << lo)) | (x << lo);
+      for (int v = 0; v < 4; ++v) {
+        bool ok[2]; int i[2];
+        #pragma unroll
+        for (int s = 2 * v; s < 2 * v + 2; ++s) {
+          const int gr = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8), gc = s7 + (lane % 16);
+          ok[s - 2 * v] = gr >= 0 && gr < 64 && gc >= 0 && gc < 64; i[s - 2 * v] = gr * 64 + gc;
+        }
+        if (ok[0] && ok[1] && i[1] == i[0] + 1 && (i[0] & 1) == 0) {
+          f8.r[v] = *(const ts_u32*)(B + i[0]);
+        } else {
+          f8.r[v] = 0u;
+          #pragma unroll
+          for (int s = 2 * v; s < 2 * v + 2; ++s) {
+            const int gr = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8), gc = s7 + (lane % 16);
+            if (gr >= 0 && gr < 64 && gc >= 0 && gc < 64) f8.r[v] |= (ts_u32)B[gr * 64 + gc] << ((s % 2) * 16);
+          }
+        }
       }
     }
     f9 = __builtin_bit_cast(ts_r8, __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(__builtin_bit_cast(f16x8_t, f6), __builtin_bit_cast(f16x8_t, f8), __builtin_bit_cast(f32x8_t, f3)));

@@ -117,9 +117,10 @@ class _Gen:
         self.t = get_target(prog.target)
         self.amd = self.t.vendor == "amd"
         self.lines: list[str] = []
-        # user names -> safe identifiers (tilesim/codegen/idents.py); the kernel name is taken first
-        self.kernel = c_identifiers([prog.name], "k")[prog.name]
-        self.names = c_identifiers([t.name for t in prog.tensors], "t", taken=[self.kernel])
+        # user names: placeholders while the body is generated, then safe identifiers that avoid
+        # every word the body uses (bind_user_names; tilesim/codegen/idents.py)
+        self.kernel = "TS_USER_KERNEL"
+        self.names = {t.name: f"TS_USER_T{i}" for i, t in enumerate(prog.tensors)}
         self.decls: dict[str, str] = {}
         self.structs: set[int] = set()
         self.vectors: set[str] = set()
@@ -127,6 +128,17 @@ class _Gen:
         self.lds_off: dict[int, int] = {}
         self.lds_top = 0
         self.tables = 0
+
+    def bind_user_names(self) -> None:
+        """Replace the placeholders by C identifiers for the kernel and tensor names, chosen to avoid
+        every identifier the generated body and declarations use, so no local can shadow a parameter
+        however the generator names its locals."""
+        words = set(re.findall(r"\b[A-Za-z_]\w*", "\n".join([*self.lines, *self.decls.values()]))) | {"lane", "wave"}
+        kernel = c_identifiers([self.p.name], "k", taken=words)[self.p.name]
+        names = c_identifiers([t.name for t in self.p.tensors], "t", taken=words | {kernel})
+        subst = {self.kernel: kernel, **{self.names[n]: names[n] for n in names}}
+        self.lines = [re.sub(r"\bTS_USER_(?:KERNEL|T\d+)\b", lambda m: subst[m.group(0)], ln) for ln in self.lines]
+        self.kernel, self.names = kernel, names
 
     # ------------------------------------------------------------------ helpers
     def emit(self, depth: int, text: str) -> None:
@@ -215,6 +227,9 @@ class _Gen:
         ex, valid = self.slot_exprs(lay, d + 1)
         slots = dict(lay.in_dims)["slot"]
         r0, c0 = self.sref(row0), self.sref(col0)
+        if not store and bits == 16 and valid is None and slots % 2 == 0:
+            self._load_pairs(f, arg, ex, tr, r0, c0, rows, cols, slots, d)
+            return
         self.emit(d + 1, "#pragma unroll")
         self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {{")
         rr, cc = (ex["col"], ex["row"]) if tr else (ex["row"], ex["col"])
@@ -238,6 +253,36 @@ class _Gen:
             else:
                 self.emit(d + 2, f"const ts_u32 x = ({ok}) ? (ts_u32){arg}[gr * {cols} + gc] : 0u;")
                 self.emit(d + 2, f"{f}.r[v] = ({f}.r[v] & ~({mask}u << lo)) | (x << lo);")
+        self.emit(d + 1, "}")
+        self.emit(d, "}")
+
+    def _load_pairs(self, f: str, arg: str, ex: dict[str, str], tr: bool, r0: str, c0: str, rows: int, cols: int,
+                    slots: int, d: int) -> None:
+        """A 16-bit load, one register (slot ``2v`` in the low half, ``2v+1`` in the high half) at a
+        time: when both elements are in bounds and adjacent in memory at a 4-byte-aligned index, one
+        32-bit load (the same bits, low element first); otherwise the two elements one by one, 0 when
+        out of bounds, as the general loop does."""
+        rr, cc = (ex["col"], ex["row"]) if tr else (ex["row"], ex["col"])
+        pos = f"const int gr = {r0} + ({rr}), gc = {c0} + ({cc});"
+        ok = f"gr >= 0 && gr < {rows} && gc >= 0 && gc < {cols}"
+        self.emit(d + 1, "#pragma unroll")
+        self.emit(d + 1, f"for (int v = 0; v < {slots // 2}; ++v) {{")
+        self.emit(d + 2, "bool ok[2]; int i[2];")
+        self.emit(d + 2, "#pragma unroll")
+        self.emit(d + 2, "for (int s = 2 * v; s < 2 * v + 2; ++s) {")
+        self.emit(d + 3, pos)
+        self.emit(d + 3, f"ok[s - 2 * v] = {ok}; i[s - 2 * v] = gr * {cols} + gc;")
+        self.emit(d + 2, "}")
+        self.emit(d + 2, "if (ok[0] && ok[1] && i[1] == i[0] + 1 && (i[0] & 1) == 0) {")
+        self.emit(d + 3, f"{f}.r[v] = *(const ts_u32*)({arg} + i[0]);")
+        self.emit(d + 2, "} else {")
+        self.emit(d + 3, f"{f}.r[v] = 0u;")
+        self.emit(d + 3, "#pragma unroll")
+        self.emit(d + 3, "for (int s = 2 * v; s < 2 * v + 2; ++s) {")
+        self.emit(d + 4, pos)
+        self.emit(d + 4, f"if ({ok}) {f}.r[v] |= (ts_u32){arg}[gr * {cols} + gc] << ((s % 2) * 16);")
+        self.emit(d + 3, "}")
+        self.emit(d + 2, "}")
         self.emit(d + 1, "}")
         self.emit(d, "}")
 
@@ -503,6 +548,7 @@ def emit_hip(prog: Program) -> Emitted:
         raise CodegenError(f"tensor names must be distinct; {dup[0]!r} names {seen.count(dup[0])} tensors")
     g = _Gen(prog)
     g.block(prog.body, 1)
+    g.bind_user_names()
     name = g.kernel
     params = []
     for tp in prog.tensors:

@@ -12,7 +12,9 @@ significant initial characters), without ``__`` and outside :data:`RESERVED` and
 own name patterns is kept as it is (so ``A``, ``B``, ``C`` and ``gemm`` read as written). Any other
 name becomes ``<prefix>_<ascii part>_<8 hex digits of its SHA-256>``: deterministic, distinct for
 distinct names, and readable. Names are assigned in order with the kept ones first, and a
-collision (two names to one identifier) is resolved by hashing again, so the map is one-to-one.
+collision (two names to one identifier, or a name in ``taken``) is resolved by hashing again, so
+the map is one-to-one. ``emit_hip`` passes every word of the generated kernel body as ``taken``
+(``_Gen.bind_user_names``), so a local the generator adds later cannot shadow a parameter either.
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ _PLATFORM = """
 threadIdx blockIdx blockDim gridDim warpSize main unix linux i386 NULL expf fmaxf fminf assert printf malloc
 free
 """
-# names the generated kernel body declares (tilesim/codegen/hip.py)
-_GENERATED = "lane wave s v lo x gr gc r c off a b t i"
+# names the generated kernel body declares (tilesim/codegen/hip.py), also with a numeric suffix
+# (the paired 16-bit loads declare gr0/gc0/ok0/i0 ...): any generated local is in this family
+_GENERATED = "lane wave s v lo x gr gc r c off a b t i ok f q"
 
-RESERVED = frozenset((_KEYWORDS + _PLATFORM + _GENERATED).split())
-_GENERATED_PATTERN = re.compile(r"[sf]\d+|ts_.*|TS_.*", re.S)
+RESERVED = frozenset((_KEYWORDS + _PLATFORM).split())
+_GENERATED_PATTERN = re.compile(r"(?:%s)\d*|ts_.*|TS_.*" % "|".join(_GENERATED.split()), re.S)
 _MAX_LEN = 63
 
 
