@@ -29,7 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "tilesim.bench/1"
 GEMMS = [("gfx1201", "v_wmma_f32_16x16x16_f16"), ("gfx942", "v_mfma_f32_32x32x8f16")]
-GROUPS = ("gemm", "lds", "run", "jit", "export", "proofs")
+GROUPS = ("gemm", "lds", "run", "jit", "export", "proofs", "cuda")
+CUDA_RESULTS = ROOT / "benchmarks" / "cuda_results.json"
 
 
 def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -254,6 +255,30 @@ def bench_proofs(quick: bool) -> list[dict[str, Any]]:
                     target=None if quick else {"max_seconds": 60.0}, proved=p.returncode == 0)]
 
 
+def bench_cuda() -> list[dict[str, Any]]:
+    """The NVIDIA figures, read from ``benchmarks/cuda_results.json`` (written by ``python -m
+    benchmarks.cuda`` on a machine with an sm_90 GPU; nothing runs here). Empty when absent."""
+    if not CUDA_RESULTS.exists():
+        return []
+    d = json.loads(CUDA_RESULTS.read_text())
+    if "figures" not in d:
+        return []
+    f, n, dev = d["figures"], d["size"], d["device"]
+    src = {"measured_on": dev, "source": "benchmarks/cuda_results.json (python -m benchmarks.cuda)"}
+    out = [_figure(f"cuda/emitted-vs-hand/{n}", f"emitted sm_90 GEMM {n}³ (examples/gemm.py, mma.sync m16n8k16) "
+                   f"on {dev}", f["emitted_gemm"]["median_s"], "s", "hand-written mma.sync kernel, same tiling",
+                   f["hand_gemm"]["median_s"], target={"max_ratio": 1 / 0.95},
+                   speed_fraction=f["emitted_vs_hand"]["speed_fraction"], same_bits=f["emitted_vs_hand"]["same_bits"],
+                   tflops=f["emitted_gemm"]["tflops"], **src)]
+    if "median_s" in f.get("torch_matmul_fp16", {}):
+        out.append(_figure(f"cuda/lds-vs-torch/{n}", f"LDS-pipelined example {n}³ (examples/lds_gemm.py, swizzled) "
+                           f"on {dev}", f["lds_gemm"]["median_s"], "s", "torch.matmul fp16, same size",
+                           f["torch_matmul_fp16"]["median_s"], tflops=f["lds_gemm"]["tflops"],
+                           torch_tflops=f["torch_matmul_fp16"]["tflops"], fraction_of_torch=f["lds_vs_torch"]["fraction"],
+                           **src))
+    return out
+
+
 # ---------------------------------------------------------------------------------------- report
 def _fmt(v: float | None, unit: str) -> str:
     if v is None:
@@ -271,13 +296,19 @@ def table(doc: dict[str, Any]) -> str:
     rows = [("figure", "value", "baseline", "baseline value", "ratio", "target", "met")]
     for f in doc["figures"]:
         tgt = f["target"] or {}
-        tgt_s = ", ".join(f"≤{v:g}×" if k == "max_ratio" else f"≤{v:g} s" for k, v in tgt.items()) or "-"
+        tgt_s = ", ".join(f"≤{v:.3g}×" if k == "max_ratio" else f"≤{v:g} s" for k, v in tgt.items()) or "-"
         rows.append((f["id"], _fmt(f["value"], f["unit"]), f["baseline"]["what"][:34],
                      _fmt(f["baseline"]["value"], f["unit"]), "-" if f["ratio"] is None else f"{f['ratio']:.2f}×",
                      tgt_s, {True: "yes", False: "NO", None: ""}[f["met"]]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [head, ""] + ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     for f in doc["figures"]:
+        if "measured_on" in f["extra"]:
+            e = f["extra"]
+            more = (f"speed {e['speed_fraction']:.3f} of the hand-written kernel (target ≥ 0.95), same bits: "
+                    f"{e['same_bits']}" if "speed_fraction" in e else
+                    f"{e['fraction_of_torch']:.3f} of torch.matmul ({e['torch_tflops']:.0f} TFLOP/s)")
+            lines.append(f"  {f['id']}: {e['tflops']:.1f} TFLOP/s, {more} (from {e['source'].split()[0]})")
         if "simulated_macs_per_s" in f["extra"]:
             lines.append(f"  {f['id']}: {f['extra']['simulated_macs_per_s'] / 1e6:.0f} M simulated MAC/s "
                          f"(numpy {f['extra']['numpy_macs_per_s'] / 1e9:.1f} G MAC/s)")
@@ -310,15 +341,17 @@ def main(argv: list[str] | None = None) -> int:
             "run": lambda: bench_run(256),
             "jit": bench_jit,
             "export": bench_export,
-            "proofs": lambda: bench_proofs(args.quick)}
+            "proofs": lambda: bench_proofs(args.quick),
+            "cuda": bench_cuda}
     for g in GROUPS:
         if g in groups:
             print(f"running {g} ...", file=sys.stderr, flush=True)
             figures += plan[g]()
     doc = {"schema": SCHEMA, "mode": mode_name, "machine": machine(), "figures": figures,
            "wall_seconds": time.perf_counter() - t0,
-           "not_run": ["H100: emitted sm_90 GEMM vs hand-written CUDA mma.sync, LDS-pipelined TFLOP/s vs torch.matmul "
-                       "(needs an NVIDIA GPU; see docs/performance.md)"]}
+           "not_run": [] if any(f["id"].startswith("cuda/") for f in figures) else [
+               "NVIDIA: emitted sm_90 GEMM vs hand-written CUDA mma.sync, LDS-pipelined TFLOP/s vs torch.matmul "
+               "(run python -m benchmarks.cuda --out benchmarks/cuda_results.json on a machine with an sm_90 GPU)"]}
     print(table(doc))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

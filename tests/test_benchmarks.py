@@ -54,3 +54,21 @@ def test_batched_dot_is_einsum_bit_for_bit(shape: tuple[int, int, int, int]) -> 
     assert np.array_equal(batched_dot(a, b, c).view(np.uint64), want.view(np.uint64))
     a[0, 0, 0], c[-1, -1, -1] = np.nan, -np.inf  # NaN results: the einsum path (payloads follow numpy)
     assert np.array_equal(batched_dot(a, b, c).view(np.uint64), _batched_dot_numpy(a, b, c).view(np.uint64))
+
+
+def test_cuda_figures_skip_cleanly_without_a_gpu(tmp_path: Path) -> None:
+    """``python -m benchmarks.cuda`` is safe anywhere: without CuPy or an sm_90 GPU it says why and exits 0."""
+    try:
+        import cupy  # noqa: F401
+
+        pytest.skip("CuPy is installed: the figures would run (device machine)")
+    except ImportError:
+        pass
+    out = tmp_path / "cuda.json"
+    p = subprocess.run([sys.executable, "-m", "benchmarks.cuda", "--out", str(out)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.startswith("skipped: ") and "CuPy" in json.loads(out.read_text())["skipped"]
+    bad = subprocess.run([sys.executable, "-m", "benchmarks.cuda", "--size", "100"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "multiple of 64" in bad.stderr and "Traceback" not in bad.stderr

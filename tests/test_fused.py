@@ -15,6 +15,7 @@ import tilesim.wave.fused as fused
 import tilesim.wave.sim as sim_mod
 from examples import gemm as G
 from examples import gemm_planted
+import tilesim.wave.kernels as kernels
 from tilesim.wave.kernels import HAVE_NUMBA, mma_chain
 
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="fusion needs numba")
@@ -30,8 +31,10 @@ def _numpy_chain(va, base_a, off_a, vb, base_b, off_b, acc, k):
     return c.astype(np.float32)
 
 
+@pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("m,n,k", [(16, 16, 16), (32, 32, 8), (16, 8, 16)])
-def test_chain_matches_a_numpy_loop(m: int, n: int, k: int) -> None:
+def test_chain_matches_a_numpy_loop(m: int, n: int, k: int, threads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "_PARALLEL_MACS", 0 if threads else 1 << 62)  # the threaded kernel, or the serial one
     rng = np.random.default_rng(m * n + k)
     # f16 values over a wide exponent range, so the float64 sums and the f32 roundings both round
     va = (rng.standard_normal(4096) * np.exp2(rng.integers(-12, 12, 4096))).astype(np.float16).astype(np.float64)

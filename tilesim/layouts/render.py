@@ -13,6 +13,7 @@ Other layouts render as their pair table.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from collections import defaultdict
@@ -124,33 +125,42 @@ def to_json(layout: Layout, **meta: Any) -> str:
 _INT_TABLE = "\x00int-table\x00"  # placeholder: integer tables are formatted below, not by json
 
 
+_LUT_SIZE = 1000  # integer tables below this go through the byte tables; others through json
+
+
+@functools.lru_cache(maxsize=1)
+def _chunk_luts() -> tuple[np.ndarray, ...]:
+    """For every value below ``_LUT_SIZE``, its JSON text inside a row (``v,``), opening a row
+    (``[v,``), closing one (``v],``) and as a whole one-column row (``[v],``): ASCII bytes in one
+    ``uint64``, padded with zero bytes."""
+    out = []
+    for fmt in ("{},", "[{},", "{}],", "[{}],"):
+        b = np.zeros((_LUT_SIZE, 8), np.uint8)
+        for v in range(_LUT_SIZE):
+            t = fmt.format(v).encode("ascii")
+            b[v, :len(t)] = np.frombuffer(t, np.uint8)
+        out.append(b.view(np.uint64).reshape(_LUT_SIZE))
+    return tuple(out)
+
+
 def _int_table_json(a: np.ndarray) -> str:
     """``json.dumps(a.tolist(), separators=(",", ":"))`` for a 2-D integer array, built as bytes by
     numpy (these tables are most of a layout's JSON; ``tolist`` plus the json encoder was the bulk
-    of exporting the catalog). Each element becomes a fixed-width chunk ``[``? digits ``,``/``],``
-    whose padding is then dropped."""
+    of exporting the catalog): each element's text, with the punctuation around it, is one 8-byte
+    chunk from a table (:func:`_chunk_luts`); the zero padding is then dropped."""
     rows, cols = a.shape
-    if not rows or not cols:
+    if not rows or not cols or a.min() < 0 or a.max() >= _LUT_SIZE:
         return json.dumps(a.tolist(), separators=(",", ":"))
-    v = a.astype(np.int64).ravel()
-    if v.min() < 0 or v.max() >= 10**9:
-        return json.dumps(a.tolist(), separators=(",", ":"))
-    ndig = 9
-    chunk = np.zeros((v.size, ndig + 3), np.uint8)
-    first = np.arange(v.size) % cols == 0
-    chunk[first, 0] = ord("[")
-    digits = (v[:, None] // 10 ** np.arange(ndig - 1, -1, -1)) % 10
-    width = np.maximum(1, np.floor(np.log10(np.maximum(v, 1))).astype(np.int64) + 1)
-    keep = np.arange(ndig)[None, :] >= ndig - width[:, None]
-    chunk[:, 1:ndig + 1] = np.where(keep, digits + ord("0"), 0)
-    last = ~np.roll(first, -1)
-    last[-1] = False
-    chunk[last, ndig + 1] = ord(",")
-    end = np.roll(first, -1)
-    chunk[end, ndig + 1] = ord("]")
-    chunk[end, ndig + 2] = ord(",")
-    out = chunk[chunk != 0].tobytes().decode("ascii")
-    return "[" + out[:-1] + "]"
+    mid, first, last, only = _chunk_luts()
+    ch = np.empty((rows, cols), np.uint64)
+    if cols == 1:
+        ch[:, 0] = only[a[:, 0]]
+    else:
+        ch[:, 0] = first[a[:, 0]]
+        ch[:, -1] = last[a[:, -1]]
+        ch[:, 1:-1] = mid[a[:, 1:-1]]
+    b = ch.view(np.uint8)
+    return "[" + b[b != 0].tobytes().decode("ascii")[:-1] + "]"
 
 
 def from_json(text: str) -> Layout:

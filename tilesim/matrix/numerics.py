@@ -50,6 +50,11 @@ def quantize(values: np.ndarray, dt: str | DType) -> np.ndarray:
     if d.name in ("xf32", "tf32"):
         bits = np.asarray(v, np.float64).astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
         return bits.view(np.float32).astype(np.float64)
+    if d.kind == "float" and d.np_name in ("float16", "float32", "float64") and d.bits == d.reg_bits:
+        # numpy's own float types: encode is this cast and decode the cast back (the bit views and
+        # integer widenings between them change no bit); without the uint64 temporaries
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(v, np.float64).astype(d.np).astype(np.float64)
     return decode(encode(v, d), d)
 
 

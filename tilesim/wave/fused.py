@@ -6,9 +6,10 @@ from the tensor at the tensor offset the register image would hold in the slot t
 layout reads (load layout composed with instruction layout, computed once from the two codecs'
 records), decodes them through a table built by :func:`tilesim.matrix.dtypes.decode`, and runs the
 same float64 operations in the same order as the step-by-step path, rounding the accumulator to
-f32 after each step as its register image would. Intermediate register images are not built:
-nothing reads them (a traced value makes the loop ineligible). The last iteration then runs
-step by step from the accumulator's registers, so every register image, report line and the
+f32 after each step as its register image would. Each distinct operand tile of a step is gathered
+once (the waves of a GEMM tile row share their A tile), a chunk of steps at a time. Intermediate
+register images are not built: nothing reads them (a traced value makes the loop ineligible). The
+last iteration then runs step by step from the accumulator's registers, so every register image, report line and the
 provenance of later stores is the step-by-step path's.
 
 The plan is checked statically (op kinds, codecs with one slot per element, replicas that
