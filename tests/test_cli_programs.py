@@ -28,6 +28,7 @@ def test_simulate_reports_and_inspects(capsys):
     assert "max |C - reference|" in out and "%9 : f32 fragment" in out
 
 
+@pytest.mark.compiler
 def test_emit_compile_run(capsys):
     assert main(["emit", GEMM, "--target", "sm_90"]) == 0
     assert "mma.sync.aligned.m16n8k16" in capsys.readouterr().out

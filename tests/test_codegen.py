@@ -91,6 +91,7 @@ def test_amd_kernel_arguments_are_packed_from_the_compilers_metadata():
         pack_kernargs(co, ptrs[:-1], em.grid, em.block)
 
 
+@pytest.mark.compiler
 def test_verdicts_without_a_device_fail_closed():
     from examples import gemm
 
