@@ -43,7 +43,7 @@ from tilesim.wave import SimResult, equivalent, inspect, simulate
 from tilesim.ir import check
 from tilesim.port import Port, PortError, port
 
-__version__ = "0.1.0"
+__version__ = "0.5.0"
 
 __all__ = [
     "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "exp", "grid", "kernel", "lds_alloc", "lds_load",
