@@ -239,9 +239,12 @@ class DistributedLinearLayout:
 
 
 class _Distributed:
-    """Shared behaviour: ``to_layout`` goes through ``to_linear``."""
+    """Shared behaviour: ``to_layout`` goes through ``to_linear``; the rank is that of
+    ``warps_per_cta`` unless a subclass (slice, dot operand) derives it from its parent."""
 
-    rank: int
+    @property
+    def rank(self) -> int:
+        return len(self.warps_per_cta)  # type: ignore[attr-defined]
 
     def to_linear(self, shape: Sequence[int]) -> DistributedLinearLayout:
         shp = _shape(type(self).__name__, shape, self.rank)

@@ -87,10 +87,6 @@ class BlockedLayout(_Distributed):
         object.__setattr__(self, "order", _order(cls, self.order, rank))
         object.__setattr__(self, "cga_layout", _cga(cls, self.cga_layout, rank))
 
-    @property
-    def rank(self) -> int:
-        return len(self.size_per_thread)
-
     def _ll(self, shape: tuple[int, ...]) -> _LL:
         ll = _LL()
         for ind, sizes in (("register", self.size_per_thread), ("lane", self.threads_per_warp),
@@ -176,10 +172,6 @@ class AMDMFMALayout(_Distributed):
         object.__setattr__(self, "cga_layout", _cga(cls, self.cga_layout, len(warps)))
 
     wave_size = 64
-
-    @property
-    def rank(self) -> int:
-        return len(self.warps_per_cta)
 
     @property
     def arch_family(self) -> tuple[str, ...]:
@@ -299,10 +291,6 @@ class AMDWMMALayout(_Distributed):
     wave_size = 32
 
     @property
-    def rank(self) -> int:
-        return len(self.warps_per_cta)
-
-    @property
     def arch_family(self) -> tuple[str, ...]:
         return _WMMA_ARCH[self.version]
 
@@ -390,10 +378,6 @@ class NVMMADistributedLayout(_Distributed):
         object.__setattr__(self, "cga_layout", _cga(cls, self.cga_layout, len(warps)))
 
     wave_size = 32
-
-    @property
-    def rank(self) -> int:
-        return len(self.warps_per_cta)
 
     @property
     def arch_family(self) -> tuple[str, ...]:
