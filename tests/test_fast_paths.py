@@ -17,6 +17,7 @@ import tilesim.wave.sim as sim_mod
 from examples import lds_gemm as LG
 from tilesim.matrix import lookup
 from tilesim.wave.kernels import HAVE_NUMBA, lds_races
+from tilesim.wave.provenance import Provenance, ProvenanceMap
 
 needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="the compiled race detector needs numba")
 
@@ -140,7 +141,7 @@ def test_compact_provenance_expands_to_the_last_writer_of_each_element() -> None
     written twice within a store and again by the second: each element's row names its last writer."""
     shape = (500, 700)
     rng = np.random.default_rng(5)
-    prov = sim_mod.Provenance(shape)
+    prov = Provenance(shape)
     want = np.full((*shape, 6), -1, np.int64)
     for vid, waves, recs in ((7, 1000, 300), (9, 600, 500)):
         wg_of, wave_of = rng.integers(0, 50, waves), rng.integers(0, 4, waves)
@@ -153,5 +154,5 @@ def test_compact_provenance_expands_to_the_last_writer_of_each_element() -> None
         g, r = np.divmod(i, recs)
         want.reshape(-1, 6)[elems] = np.column_stack([wg_of[g], wave_of[g], rec[r], np.full(i.size, vid)])
     assert np.array_equal(prov.full(), want)
-    mapping = sim_mod.ProvenanceMap({"C": prov})
+    mapping = ProvenanceMap({"C": prov})
     assert list(mapping) == ["C"] and len(mapping) == 1 and mapping.get("C") is prov.full()
