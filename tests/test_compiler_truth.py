@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tilesim.errors import InstructionError, ToolchainError
-from tilesim.hw.targets import TARGETS
+from tilesim.targets import TARGETS
 from tilesim.matrix.catalog import lookup, rows
 from tilesim.matrix.probe import kernel_mnemonics, probe_source
 

@@ -33,7 +33,7 @@ def _tool():
     return mod
 
 
-# Known and not fixed here: tilesim.hw.targets.has() raises TypeError for an unhashable feature
+# Known and not fixed here: tilesim.targets.has() raises TypeError for an unhashable feature
 # (tilesim/hw/targets.py is outside this change); failures located there are reported, not counted.
 def test_fuzz_slice_has_no_escapes(tmp_path, monkeypatch):
     fuzz = _tool()

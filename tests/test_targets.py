@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tilesim.errors import TargetError, TilesimError
-from tilesim.hw.targets import TARGETS, get_target, has, occupancy, target_names
+from tilesim.targets import TARGETS, get_target, has, occupancy, target_names
 
 # (first VGPR count, last VGPR count, waves on a 1024-VGPR RDNA3 SIMD, waves on a 1536-VGPR RDNA4 SIMD)
 RDNA_WAVE32_TABLE = [

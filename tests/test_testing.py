@@ -18,7 +18,7 @@ from hypothesis.errors import InvalidArgument
 import tilesim as ts
 from examples.gemm import gemm
 from tilesim.errors import InstructionError, LayoutError, TargetError
-from tilesim.hw.targets import TARGETS, Target, has
+from tilesim.targets import TARGETS, Target, has
 from tilesim.layouts import Layout
 from tilesim.matrix import MatrixInstruction, lookup
 from tilesim.matrix.numerics import quantize

@@ -10,7 +10,7 @@ from tilesim.errors import (
     ToolchainError,
     VerifyError,
 )
-from tilesim.hw.targets import get_target, has, occupancy
+from tilesim.targets import get_target, has, occupancy
 from tilesim.ir import (
     Program,
     Tensor,

@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_targets(args: argparse.Namespace) -> str:
-    from tilesim.hw.targets import TARGETS
+    from tilesim.targets import TARGETS
 
     if args.format == "json":
         return json.dumps([_target_json(t) for t in TARGETS.values()], indent=1)
@@ -200,7 +200,7 @@ def _target_json(t: object) -> dict[str, object]:
 
 
 def _cmd_instructions(args: argparse.Namespace) -> str:
-    from tilesim.hw.targets import get_target
+    from tilesim.targets import get_target
     from tilesim.matrix.catalog import instructions, lookup
     from tilesim.matrix.explain import row_summary
 
@@ -259,7 +259,7 @@ def _cmd_layout(args: argparse.Namespace) -> str:
         return text
     if args.view == "registers" and args.format in ("table", "markdown"):
         return render_registers(lay, args.format)
-    from tilesim.hw.targets import get_target
+    from tilesim.targets import get_target
 
     meta = {"arch": get_target(args.arch).name, "instruction": row.mnemonic, "operand": args.operand.upper(),
             "wave": args.wave or row.wave_sizes[0], "cbsz": args.cbsz, "abid": args.abid, "blgp": args.blgp,
@@ -309,7 +309,7 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
     else:
         raise TilesimError(f"{path}: expected a .py file with programs() or a program .json")
     if target:
-        from tilesim.hw.targets import get_target
+        from tilesim.targets import get_target
 
         name = get_target(target).name
         have = sorted({pr.target for pr in progs})
@@ -446,7 +446,7 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
 
 def _cmd_port(args: argparse.Namespace) -> tuple[str, int]:
     from tilesim.codegen import emit_hip
-    from tilesim.hw.targets import get_target
+    from tilesim.targets import get_target
     from tilesim.port import PortError, port
 
     to = get_target(args.to).name  # an unknown target is a usage error (exit 2), not a refusal

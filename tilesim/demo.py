@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 
-from tilesim.hw.targets import get_target, occupancy
+from tilesim.targets import get_target, occupancy
 from tilesim.layouts.render import render_registers
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.explain import explain

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import TilesimError, choices
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.verify import check
 from tilesim.layouts.layout import Layout

@@ -306,7 +306,7 @@ def t_dsl(tally: Tally, n: int) -> None:
 
 
 def t_catalog(tally: Tally, n: int) -> None:
-    from tilesim.hw.targets import TARGETS, get_target, has
+    from tilesim.targets import TARGETS, get_target, has
     from tilesim.matrix.explain import explain
 
     spellings = sorted({s for r in rows() for s in r.spellings} | {r.mnemonic for r in rows()})

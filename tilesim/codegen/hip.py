@@ -23,7 +23,7 @@ import numpy as np
 
 from tilesim.codegen.idents import c_identifiers, comment_text
 from tilesim.errors import TilesimError
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 from tilesim.ir.core import Block, LdsLayout, Op, Program, Value
 from tilesim.layouts.expr import expressions
 from tilesim.layouts.layout import Layout

@@ -31,7 +31,7 @@ import numpy as np
 
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 from tilesim.hw.watchdog import device_timeout as _device_timeout
 from tilesim.hw.watchdog import guarded_call
 from tilesim.ir.core import Program, Value

@@ -1,5 +1,4 @@
-"""Hardware: the target table (``tilesim.hw.targets``) and, later, toolchains and runtimes."""
+"""Hardware runtimes: the offline AMDGPU toolchain and compile cache, and the AMD/NVIDIA device runners.
 
-from tilesim.hw.targets import FEATURES, MATRIX_PATHS, TARGETS, Target, get_target, has, occupancy, target_names
-
-__all__ = ["FEATURES", "MATRIX_PATHS", "TARGETS", "Target", "get_target", "has", "occupancy", "target_names"]
+The target table itself is the ground floor, ``tilesim.targets``.
+"""

@@ -23,7 +23,7 @@ import numpy as np
 from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError, ToolchainError
 from tilesim.hw.offline import clang_command, compile_hip
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 
 __all__ = ["KernArg", "CodeObject", "build_code_object", "kernarg_metadata", "pack_kernargs", "amd_device", "run_amd"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tilesim.errors import ToolchainError
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 
 __all__ = ["Compiled", "clang_command", "compile_hip", "isa_mnemonics", "cache_dir"]
 

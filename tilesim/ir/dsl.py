@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilesim.errors import TilesimError, VerifyError
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 from tilesim.ir.core import Block, KernelOrigin, LdsLayout, Op, Program, TensorParam, Value
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim.errors import TilesimError, VerifyError
-from tilesim.hw.targets import get_target, occupancy
+from tilesim.targets import get_target, occupancy
 from tilesim.ir.core import Op, Program, Value
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout

@@ -361,7 +361,7 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
     ``shape`` is the tensor shape to lay out (default: one instruction tile); its corner is compared.
     Raises ``TilesimError`` on bad input; a layout that does not fit is an answer, not an error.
     """
-    from tilesim.hw.targets import get_target
+    from tilesim.targets import get_target
     from tilesim.matrix.catalog import instructions, lookup
 
     target = get_target(arch)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 from tilesim.errors import InstructionError, choices
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 from tilesim.matrix.catalog_amd import AMD_ROWS
 from tilesim.matrix.catalog_nvidia import NVIDIA_ROWS
 from tilesim.matrix.instruction import MatrixInstruction

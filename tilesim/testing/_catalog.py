@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from tilesim.errors import InstructionError, ModifierError, TargetError, choices
-from tilesim.hw.targets import TARGETS, Target, get_target, has
+from tilesim.targets import TARGETS, Target, get_target, has
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import rows
 from tilesim.matrix.instruction import OPERANDS, MatrixInstruction
@@ -76,7 +76,7 @@ def _arches(arch: str | Target | Iterable[str | Target] | None) -> tuple[str, ..
 
 
 def targets(vendor: str | None = None, feature: str | Iterable[str] | None = None) -> st.SearchStrategy[Target]:
-    """Rows of the target table (:class:`~tilesim.hw.targets.Target` values).
+    """Rows of the target table (:class:`~tilesim.targets.Target` values).
 
     ``vendor`` is ``"amd"`` or ``"nvidia"``; ``feature`` is one feature name or several, all of
     which the target must have (``has(target, f)``; an unknown name raises ``TargetError``).

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 import tilesim.ir.dsl as ts
-from tilesim.hw.targets import Target
+from tilesim.targets import Target
 from tilesim.ir.core import Program
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import MatrixInstruction

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import TilesimError, VerifyError
-from tilesim.hw.targets import get_target
+from tilesim.targets import get_target
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
