@@ -45,6 +45,17 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("tilesim")
+    except PackageNotFoundError:  # a source tree on sys.path without an install
+        import re
+        from pathlib import Path
+        found = re.search(r'^version = "([^"]+)"', (Path(__file__).parents[1] / "pyproject.toml").read_text(), re.M)
+        return found.group(1) if found else "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="tilesim",
@@ -53,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--version", action="version", version=f"tilesim {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     t = sub.add_parser("targets", help="list GPU targets with wave sizes, VGPRs, LDS and matrix path")

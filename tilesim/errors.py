@@ -6,6 +6,7 @@ command-line user sees one line that says what to type instead.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "ToolchainError",
     "DeviceError",
     "choices",
+    "did_you_mean",
 ]
 
 
@@ -77,3 +79,13 @@ def choices(values: Iterable[object], limit: int = 40) -> str:
     if len(vals) > limit:
         return ", ".join(vals[:limit]) + f", … ({len(vals)} in all)"
     return ", ".join(vals)
+
+
+def did_you_mean(value: object, candidates: Iterable[object], n: int = 3) -> str:
+    """`` did you mean X, Y?`` for the closest ``candidates`` to ``value`` (empty when none is close)."""
+    names = [str(c) for c in candidates]
+    close = difflib.get_close_matches(str(value).strip().lower(), [c.lower() for c in names], n=n, cutoff=0.6)
+    if not close:
+        return ""
+    by_lower = {c.lower(): c for c in names}
+    return " did you mean " + " or ".join(by_lower[c] for c in close) + "?"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass, field
 
-from tilesim.errors import TargetError, choices
+from tilesim.errors import TargetError, choices, did_you_mean
 
 __all__ = [
     "Target",
@@ -248,7 +248,21 @@ _ALIASES: dict[str, str] = {
     "rdna3": "gfx1100", "rdna4": "gfx1201",
     "sm80": "sm_80", "sm86": "sm_86", "sm89": "sm_89", "sm90": "sm_90",
     "sm_90a": "sm_90", "h100": "sm_90", "a100": "sm_80",
+    # LLVM processor codenames (AMDGPUUsage "Processors" table) and Radeon product names
+    "arcturus": "gfx908", "aldebaran": "gfx90a", "aqua_vanjaram": "gfx942",
+    "navi10": "gfx1010", "navi12": "gfx1011", "navi14": "gfx1012",
+    "navi21": "gfx1030", "sienna_cichlid": "gfx1030", "navi22": "gfx1031", "navy_flounder": "gfx1031",
+    "navi23": "gfx1032", "dimgrey_cavefish": "gfx1032", "vangogh": "gfx1033", "navi24": "gfx1034",
+    "beige_goby": "gfx1034", "rembrandt": "gfx1035", "yellow_carp": "gfx1035", "raphael": "gfx1036",
+    "navi31": "gfx1100", "navi32": "gfx1101", "navi33": "gfx1102", "phoenix": "gfx1103",
+    "strix": "gfx1150", "strix_point": "gfx1150", "strix_halo": "gfx1151",
+    "navi44": "gfx1200", "navi48": "gfx1201",
+    "rx7900xtx": "gfx1100", "rx7900xt": "gfx1100", "rx9070xt": "gfx1201", "rx9070": "gfx1201", "rx9060xt": "gfx1200",
 }
+
+# Target-ID feature suffixes that LLVM accepts after the processor name (``gfx942:sramecc+:xnack-``).
+# They change code-object compatibility, not matrix layouts, so they are accepted and dropped.
+_TARGET_ID_FEATURES = ("sramecc", "xnack")
 
 
 def target_names() -> list[str]:
@@ -261,12 +275,20 @@ def get_target(name: str | Target) -> Target:
         return name
     if not isinstance(name, str):
         raise TargetError(f"target must be a name like 'gfx942', got {name!r}")
-    key = name.strip().lower()
+    key, *features = name.strip().lower().split(":")
+    if key not in TARGETS:  # "RX 9070 XT", "strix-halo"
+        key = key.replace(" ", "").replace("-", "_")
+    for f in features:
+        if f[:-1] not in _TARGET_ID_FEATURES or f[-1:] not in "+-" or not f[:-1]:
+            raise TargetError(f"unknown target feature {f!r} in {name!r}; LLVM target-ID features: "
+                              f"{choices(x + s for x in _TARGET_ID_FEATURES for s in '+-')}")
     key = _ALIASES.get(key, key)
     try:
         return TARGETS[key]
     except KeyError:
-        raise TargetError(f"unknown target {name!r}; known targets: {choices(TARGETS, limit=100)}") from None
+        hint = did_you_mean(key, [*TARGETS, *_ALIASES])
+        raise TargetError(f"unknown target {name!r};{hint or ''} known targets: {choices(TARGETS, limit=100)} "
+                          "(codenames such as navi48 or aldebaran and product names such as MI300X are accepted)") from None
 
 
 def has(target: str | Target, feature: str) -> bool:

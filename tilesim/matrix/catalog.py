@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from tilesim.errors import InstructionError, choices
+from tilesim.errors import InstructionError, choices, did_you_mean
 from tilesim.targets import get_target
 from tilesim.matrix.catalog_amd import AMD_ROWS
 from tilesim.matrix.catalog_nvidia import NVIDIA_ROWS
@@ -75,6 +75,10 @@ def lookup(mnemonic: str, arch: str) -> MatrixInstruction:
         raise InstructionError(
             f"unknown instruction {mnemonic!r}: {t.name} has no matrix instructions (matrix path {t.matrix_path})"
         )
+    hint = did_you_mean(mnemonic, have)
+    if hint:  # a typo: the closest names, not the whole list
+        raise InstructionError(f"unknown instruction {mnemonic!r} on {t.name};{hint} ({len(have)} instructions there: "
+                               f"`tilesim instructions {t.name}` lists them)")
     raise InstructionError(f"unknown instruction {mnemonic!r} on {t.name}; valid: {choices(have, limit=200)}")
 
 
