@@ -99,6 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
     lay.add_argument("--out", default=None, help="file for --format svg/png (svg prints to stdout without it)")
     lay.add_argument("--compare", default=None, metavar="ARCH",
                      help="picture the same instruction's operand on another target beside this one (svg/png)")
+    q = lay.add_argument_group("single-element queries (as AMD's matrix instruction calculator asks them)")
+    q.add_argument("-g", "--get-register", action="store_true",
+                   help="which lane, VGPR and bits hold the entry given by -I/-J/-K (A is IxK, B is KxJ, C/D are IxJ)")
+    q.add_argument("-m", "--matrix-entry", action="store_true",
+                   help="which matrix entries the register -r of lane -l holds")
+    for flag, text in (("I", "row index of A, C, D"), ("J", "column index of B, C, D"), ("K", "k index of A and B")):
+        q.add_argument(f"-{flag}", dest=flag.lower(), type=int, default=None, metavar=flag, help=text)
+    q.add_argument("-b", "--block", type=int, default=0, help="block of a multi-block instruction (default 0)")
+    q.add_argument("-r", "--register", type=int, default=None, help="VGPR of the operand, counting from its first")
+    q.add_argument("-l", "--lane", type=int, default=None, help="lane")
+    q.add_argument("-o", "--output-calculation", action="store_true", help="also print the formula behind the answer")
 
     ck = sub.add_parser("check", help="verify tile programs (operand layouts, replication, targets, budgets)",
                         description="FILE is a program JSON (Program.to_json()) or a Python file whose "
@@ -242,15 +253,20 @@ def _cmd_explain(args: argparse.Namespace) -> str:
 
 
 def _cmd_layout(args: argparse.Namespace) -> str:
+    from pathlib import Path
+
     from tilesim.layouts.render import render, render_registers
     from tilesim.matrix.catalog import lookup
 
     row = lookup(args.instr, args.arch)
     lay = row.layout(args.operand, wave_size=args.wave, cbsz=args.cbsz, abid=args.abid, blgp=args.blgp,
                      opsel=args.opsel)
+    if args.format == "table" and args.out and Path(args.out).suffix.lower() in (".svg", ".png"):
+        args.format = Path(args.out).suffix.lower()[1:]  # `--out x.svg` says the format
+    _refuse_ignored_layout_flags(args)
+    if args.get_register or args.matrix_entry:
+        return _layout_query(args, lay)
     if args.format in ("svg", "png"):
-        from pathlib import Path
-
         from tilesim.errors import TilesimError
         from tilesim.layouts.pictures import png, svg, svg_compare
 
@@ -277,6 +293,60 @@ def _cmd_layout(args: argparse.Namespace) -> str:
             "wave": args.wave or row.wave_sizes[0], "cbsz": args.cbsz, "abid": args.abid, "blgp": args.blgp,
             "opsel": args.opsel}
     return render(lay, args.format, **meta) if args.format == "json" else render(lay, args.format)
+
+
+def _refuse_ignored_layout_flags(args: argparse.Namespace) -> None:
+    """A flag the chosen output would silently ignore is a usage error, not a surprise."""
+    from tilesim.errors import TilesimError
+
+    query = args.get_register or args.matrix_entry
+    bad = []
+    if args.get_register and args.matrix_entry:
+        bad.append("--get-register and --matrix-entry together (ask one question at a time)")
+    if args.compare and args.format not in ("svg", "png"):
+        bad.append("--compare needs --format svg or png (or --out FILE.svg/.png)")
+    if args.view == "registers" and args.format not in ("table", "markdown"):
+        bad.append(f"--view registers has no {args.format} form (use --format table or markdown)")
+    if args.out and args.format not in ("svg", "png"):
+        bad.append(f"--out writes pictures only (svg/png); for {args.format}, redirect stdout")
+    if query and args.format not in ("table", "json"):
+        bad.append("a single-element query prints text (--format table) or json")
+    if not query and (args.i, args.j, args.k, args.register, args.lane) != (None,) * 5:
+        bad.append("-I/-J/-K/-r/-l need --get-register or --matrix-entry")
+    if not query and args.output_calculation:
+        bad.append("--output-calculation goes with --get-register or --matrix-entry")
+    if bad:
+        raise TilesimError("; ".join(bad))
+
+
+def _layout_query(args: argparse.Namespace, lay: object) -> str:
+    import json
+
+    from tilesim.errors import TilesimError
+    from tilesim.matrix.query import INDEX_NAMES, element_owners, formulas, register_contents
+
+    op = args.operand.upper()
+    if args.get_register:
+        names = INDEX_NAMES.get(op, ("i", "k"))
+        given = {"i": args.i, "j": args.j, "k": args.k}
+        missing = [n.upper() for n in names if given[n] is None]
+        extra = [n.upper() for n in given if given[n] is not None and n not in names]
+        if missing or extra:
+            raise TilesimError(f"--get-register on {op} takes -{' -'.join(n.upper() for n in names)}"
+                               + (f"; missing {', '.join('-' + m for m in missing)}" if missing else "")
+                               + (f"; {', '.join('-' + x for x in extra)} is not an index of {op}" if extra else ""))
+        answers = element_owners(lay, op, row=given[names[0]], col=given[names[1]], block=args.block)
+    else:
+        if args.register is None or args.lane is None:
+            raise TilesimError("--matrix-entry needs -r REGISTER and -l LANE")
+        answers = register_contents(lay, op, lane=args.lane, vgpr=args.register)
+    calc = formulas(lay, op) if args.output_calculation else {}
+    if args.format == "json":
+        return json.dumps({"answers": [a.as_dict() for a in answers], **({"calculation": calc} if calc else {})},
+                          indent=2)
+    lines = [a.text() for a in answers] or [f"lane {args.lane}, v{args.register} holds no element of {op}"]
+    lines += [f"  {k.replace('_', ' ')}: {v}" for k, v in calc.items()]
+    return "\n".join(lines)
 
 
 def _load_programs(path: str, target: str | None) -> tuple[list, object]:
@@ -547,7 +617,12 @@ _COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help and --version print, then argparse exits 0
+            if done.code in (0, None):
+                return 0
+            raise
         if not args.command:
             parser.print_help()
             return 0
