@@ -96,3 +96,20 @@ def test_nvidia_extra_installs_what_the_nvidia_runner_imports():
 def test_testing_extra_is_lean():
     extra = {r.split(">")[0].split("=")[0] for r in PYPROJECT["project"]["optional-dependencies"]["testing"]}
     assert extra == {"pytest", "hypothesis"}
+
+
+def test_emit_json_has_launch_facts_and_source(capsys):
+    assert main(["emit", "examples/gemm.py", "--target", "gfx1201", "--format", "json"]) == 0
+    (doc,) = __import__("json").loads(capsys.readouterr().out)
+    assert doc["target"] == "gfx1201" and doc["block"] == [32, 1, 1] and doc["parameters"] == ["A", "B", "C"]
+    assert "__builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12" in doc["builtins"]
+    assert "__builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12" in doc["source"]
+
+
+@pytest.mark.compiler
+def test_compile_asm_prints_the_whole_assembly(capsys):
+    assert main(["compile", "examples/gemm.py", "--target", "gfx1201", "--asm"]) == 0
+    out = capsys.readouterr().out
+    # the whole kernel, not only the matrix instructions: descriptor directives, loads, the end of the program
+    for needle in (".amdhsa_kernel", "global_load", "v_wmma_f32_16x16x16_f16", "s_endpgm"):
+        assert needle in out, needle

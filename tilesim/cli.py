@@ -133,11 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     em = sub.add_parser("emit", help="print the HIP/CUDA source generated for a program")
     em.add_argument("file")
     em.add_argument("--target", required=True, help="which of FILE's programs (e.g. gfx1201, sm_90)")
+    em.add_argument("--format", choices=("text", "json"), default="text",
+                    help="json: program, target, kernel name, grid, block, parameter order, LDS bytes, builtins, source")
 
     cp_ = sub.add_parser("compile", help="compile offline (AMDGPU clang) and print the metadata beside the estimate")
     cp_.add_argument("file")
     cp_.add_argument("--target", required=True)
     cp_.add_argument("--isa", action="store_true", help="print the matrix instructions of the ISA")
+    cp_.add_argument("--asm", action="store_true", help="print the whole assembly clang produced")
     cp_.add_argument("--format", choices=("text", "json"), default="text")
 
     rn = sub.add_parser("run", help="simulate, emit, compile, run on a device if present, and give a verdict",
@@ -473,7 +476,13 @@ def _cmd_emit(args: argparse.Namespace) -> str:
     from tilesim.codegen import emit_hip
 
     prog, _ = _load_programs(args.file, args.target)
-    return "\n".join(emit_hip(p).source for p in prog)
+    emitted = [emit_hip(p) for p in prog]
+    if args.format == "json":
+        return json.dumps([{"program": e.program.name, "target": e.program.target, "kernel": e.kernel,
+                            "grid": list(e.grid), "block": list(e.block), "parameters": list(e.tensors),
+                            "lds_bytes": e.lds_bytes, "builtins": list(e.builtins), "source": e.source}
+                           for e in emitted], indent=1)
+    return "\n".join(e.source for e in emitted)
 
 
 def _cmd_compile(args: argparse.Namespace) -> str:
@@ -487,12 +496,15 @@ def _cmd_compile(args: argparse.Namespace) -> str:
         c = compile_hip(emit_hip(p).source, p.target, wave_size=p.wave_size)
         est = check(p)
         docs.append({"program": p.name, "target": p.target, "metadata": c.metadata, "vgprs_estimate": est.vgprs,
-                     "occupancy_estimate": est.occupancy, "mnemonics": c.mnemonics()})
+                     "occupancy_estimate": est.occupancy, "mnemonics": c.mnemonics(),
+                     **({"asm": c.isa} if args.asm else {})})
         lines.append(f"{p.name} on {p.target}: {c.metadata.get('vgpr_count')} VGPRs (estimate {est.vgprs}), "
                      f"{c.metadata.get('sgpr_count')} SGPRs, LDS {c.metadata.get('lds_bytes')} B, "
                      f"scratch {c.metadata.get('scratch_bytes')} B, wave{c.metadata.get('wavefront_size')}")
         if args.isa:
             lines += [f"  {m}" for m in c.mnemonics()]
+        if args.asm:
+            lines.append(c.isa)
     return json.dumps(docs, indent=1) if args.format == "json" else "\n".join(lines)
 
 
