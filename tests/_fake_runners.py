@@ -53,3 +53,16 @@ def no_outputs(em, arrays):
 
 def wrong_shape(em, arrays):
     return {k: v[:1] for k, v in device_like_simulator(em, arrays).items()}
+
+
+# probes standing in for ``tilesim.hw.nvidia.cuda_device``: the device process calls them by name
+def fake_h100():
+    return 90, "Fake H100"
+
+
+def fake_a100():
+    return 80, "Fake A100"
+
+
+def no_cuda_device():
+    return None, "no CUDA driver or device: test"

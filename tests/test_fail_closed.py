@@ -33,8 +33,10 @@ def prog():
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """A CUDA device that is present (as far as tilesim's probe knows); the runner is set per test."""
-    monkeypatch.setattr(nvidia, "cuda_device", lambda: (90, "Fake H100"))
+    """A CUDA device that is present (as far as tilesim's probe, run in the device process, knows);
+    the runner is set per test."""
+    monkeypatch.setattr(nvidia, "cuda_runtime_missing", lambda: None)
+    monkeypatch.setattr(nvidia, "cuda_device", fake.fake_h100)
 
     def use(runner):
         monkeypatch.setattr(nvidia, "run_nvidia", runner)
@@ -64,7 +66,8 @@ def test_verdict_value_refuses_match_or_mismatch_without_device_outputs(prog):
 
 
 def test_no_cuda_device_is_simulated_only(prog, monkeypatch):
-    monkeypatch.setattr(nvidia, "cuda_device", lambda: (None, "no CUDA driver or device: test"))
+    monkeypatch.setattr(nvidia, "cuda_runtime_missing", lambda: None)
+    monkeypatch.setattr(nvidia, "cuda_device", fake.no_cuda_device)
     monkeypatch.setattr(nvidia, "run_nvidia", fake.device_like_simulator)  # must not be called
     v = _run(prog)
     assert v.status == "SIMULATED_ONLY" and v.device is None and "no CUDA driver" in v.reason
@@ -77,7 +80,8 @@ def test_device_none_is_simulated_only_even_with_a_runner(prog, fake_gpu):
 
 
 def test_older_device_than_the_program_is_simulated_only(prog, monkeypatch):
-    monkeypatch.setattr(nvidia, "cuda_device", lambda: (80, "Fake A100"))
+    monkeypatch.setattr(nvidia, "cuda_runtime_missing", lambda: None)
+    monkeypatch.setattr(nvidia, "cuda_device", fake.fake_a100)
     monkeypatch.setattr(nvidia, "run_nvidia", fake.device_like_simulator)
     v = _run(prog)
     assert v.status == "SIMULATED_ONLY" and "sm_80, older than sm_90" in v.reason
@@ -152,9 +156,9 @@ def test_watchdog_kills_a_child_that_ignores_sigterm(monkeypatch):
     from tilesim.hw import watchdog
 
     monkeypatch.setattr(watchdog, "_KILL_GRACE_S", 0.3)
-    monkeypatch.setenv("TILESIM_DEVICE_TIMEOUT", "1")
+    monkeypatch.setenv("TILESIM_DEVICE_TIMEOUT", "6")  # time for the child to start and ignore SIGTERM
     with pytest.raises(DeviceError, match="watchdog") as e:
-        guarded_call(fake.hang_ignoring_sigterm, None, None)
+        guarded_call(fake.hang_ignoring_sigterm, None, {})
     assert e.value.kind == "watchdog" and e.value.exit_status == -signal.SIGKILL
 
 

@@ -430,12 +430,13 @@ def _cmd_check(args: argparse.Namespace) -> tuple[str, int]:
 def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     import numpy as np
 
+    from tilesim.diff import check_reference
     from tilesim.matrix.dtypes import dtype
     from tilesim.wave.inspect import inspect
     from tilesim.wave.sim import simulate
 
     progs, module = _load_programs(args.file, args.target)
-    out, docs = [], []
+    out, docs, code = [], [], 0
     for prog in progs:
         if module is not None and hasattr(module, "inputs"):
             arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
@@ -444,22 +445,25 @@ def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
             arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np)
                       for t in prog.tensors if not t.output}
         res = simulate(prog, **arrays)
-        errs = {}
+        errs, verdict = {}, "simulated"
         if module is not None and hasattr(module, "reference"):
-            ref = _user(module, "reference", args.file, **arrays)
-            errs = {k: float(np.nanmax(np.abs(np.asarray(res.outputs[k], np.float64) - ref[k]))) for k in ref}
+            ref = check_reference(prog, res.outputs, _user(module, "reference", args.file, **arrays), arrays)
+            errs = dict(ref.max_abs)
+            verdict = "reference OK" if ref.ok else "REFERENCE MISMATCH: " + ref.describe()
+            code = code if ref.ok else 1
         doc = {"program": prog.name, "target": prog.target, "max_abs_error_vs_reference": errs,
-               "report": res.report.summary()}
+               "reference_ok": None if not errs else verdict == "reference OK", "report": res.report.summary()}
         text = [f"{prog.name} on {prog.target}: " + (", ".join(f"max |{k} - reference| = {v:.3g}" for k, v in errs.items())
-                                                      or "simulated"), str(res.report)]
+                                                      or "simulated") + ("" if not errs else f" — {verdict}"),
+                str(res.report)]
         if args.inspect is not None:
             text.append(inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave))
             doc["inspect"] = inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave, as_dict=True)
         out.append("\n".join(text))
         docs.append(doc)
     if args.format == "json":
-        return json.dumps(docs, indent=1), 0
-    return "\n\n".join(out), 0
+        return json.dumps(docs, indent=1), code
+    return "\n\n".join(out), code
 
 
 def _one_program(args: argparse.Namespace):
@@ -511,7 +515,7 @@ def _cmd_compile(args: argparse.Namespace) -> str:
 def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     import numpy as np
 
-    from tilesim.diff import run
+    from tilesim.diff import exit_status, run
     from tilesim.matrix.dtypes import dtype
 
     progs, module = _load_programs(args.file, args.target)
@@ -526,9 +530,8 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
         ref = _user(module, "reference", args.file, **arrays) if module is not None and hasattr(module, "reference") \
             else None
         verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout, **arrays))
-    code = 1 if any(v.status == "MISMATCH" for v in verdicts) else 3 if any(
-        v.status == "DEVICE_ERROR" for v in verdicts) else 0
-    bad = [v for v in verdicts if v.status == "MISMATCH"]
+    code = exit_status(verdicts)
+    bad = [v for v in verdicts if v.mismatch_counts is not None]
     if args.heatmap and bad:
         from pathlib import Path
 

@@ -1,48 +1,74 @@
-"""Simulate, emit, compile, run where a device exists, and judge: ``run(prog, **arrays)``.
+"""Check, simulate, emit, compile, run where a device exists, and judge: ``run(prog, **arrays)``.
 
-Verdicts — never MATCH without a device run:
+Verdicts fail closed — a wrong program never passes, whatever the device situation, and never
+MATCH without a device run. Exit statuses (:data:`EXIT_STATUS`; ``Verdict.ok`` is "exit 0"):
 
-* ``MATCH`` — the device ran and its outputs equal the simulator's within the catalog tolerance;
-* ``MISMATCH`` — the device ran and differs; blame names, for the first differing elements, the
-  (workgroup, wave, lane, VGPR, bits) that stored them, the instruction and operand lanes that
-  computed them, and the pattern over all differences ("only lanes 16-31", "rows permuted");
-* ``COMPILE_ONLY`` — compiled (AMD, offline clang) but no device to run on;
-* ``SIMULATED_ONLY`` — simulated, nothing compiled (NVIDIA targets need NVRTC, i.e. a CUDA device);
-* ``DEVICE_ERROR`` — a device run was attempted and failed: NVRTC error, launch failure, out of
-  memory, a crash of the device process, or a hang past the watchdog (``device_timeout``,
-  :mod:`tilesim.hw.watchdog`); the reason, the kind and the device process's exit status are kept.
+=====================  ====  ============================================================
+verdict                exit  meaning
+=====================  ====  ============================================================
+``MATCH``              0     the device ran; its outputs equal the simulator's (and the
+                             float64 reference's, when given) within the tolerance
+``COMPILE_ONLY``       0     simulation right; compiled (AMD, offline clang); no device
+``SIMULATED_ONLY``     0     simulation right; not compiled or not run (emit refused the
+                             program, NVIDIA needs NVRTC, i.e. a CUDA device), reason given
+``EMULATED_MATCH``     0     reserved: an ISA emulator ran the compiled code and agrees
+``MISMATCH``           1     the device ran and differs from the simulator or the reference;
+                             blame names the lane/VGPR that stored each wrong element
+``SIM_MISMATCH``       1     no device verdict, and the simulated result differs from the
+                             float64 reference beyond the numerics model's tolerance
+``CHECK_FAILED``       1     ``tilesim check`` reports an error in the program
+``EMULATED_MISMATCH``  1     reserved: an ISA emulator ran the compiled code and disagrees
+``DEVICE_ERROR``       3     a device run was attempted and failed (launch failure, out of
+                             memory, crash, hang past the watchdog, unjudgeable outputs)
+=====================  ====  ============================================================
 
-The device step runs in a child process under a watchdog, so a hung kernel cannot hang tilesim.
-A runner's result must name every output tensor with its shape, or it is a DEVICE_ERROR too.
+Precedence for one program: ``MISMATCH`` (device evidence), then ``SIM_MISMATCH``, then
+``CHECK_FAILED``, then what the device path gave. Without a ``reference`` the simulation cannot be
+judged: the verdict says so in its reason. Each verdict lists the paths the program took
+(``simulated``, ``emitted``, ``compiled``, ``device-run``) and why it stopped where it did.
 
-When a ``reference`` (float64 outputs) is given, the simulator is compared with it too.
+The device step runs in a child process under a watchdog (:mod:`tilesim.hw.watchdog`), so a hung
+kernel cannot hang tilesim and the caller's script is never re-run. A runner's result must name
+every output tensor with its shape, or it is a DEVICE_ERROR too.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from tilesim.codegen.hip import CodegenError, emit_hip
+from tilesim.diff.blame import blame
+from tilesim.diff.reference import ReferenceCheck, beyond, check_reference, result_tolerance
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
-from tilesim.targets import get_target
+from tilesim.hw.watchdog import Opaque, guarded_call
 from tilesim.hw.watchdog import device_timeout as _device_timeout
-from tilesim.hw.watchdog import guarded_call
-from tilesim.ir.core import Program, Value
-from tilesim.matrix.catalog import lookup
-from tilesim.matrix.dtypes import dtype
-from tilesim.matrix.numerics import tolerance
+from tilesim.ir.core import Program
+from tilesim.ir.verify import check
+from tilesim.targets import get_target
 from tilesim.wave.sim import SimResult, simulate
 
-__all__ = ["run", "Verdict", "VERDICTS", "blame"]
+__all__ = ["run", "Verdict", "VERDICTS", "EXIT_STATUS", "PATHS", "blame", "exit_status"]
 
-VERDICTS = ("MATCH", "MISMATCH", "SIMULATED_ONLY", "COMPILE_ONLY", "DEVICE_ERROR")
+EXIT_STATUS: dict[str, int] = {
+    "MATCH": 0, "COMPILE_ONLY": 0, "SIMULATED_ONLY": 0, "EMULATED_MATCH": 0,
+    "MISMATCH": 1, "SIM_MISMATCH": 1, "CHECK_FAILED": 1, "EMULATED_MISMATCH": 1,
+    "DEVICE_ERROR": 3,
+}
+VERDICTS = tuple(EXIT_STATUS)
+PATHS = ("simulated", "emitted", "compiled", "device-run")
+_DEVICE_VERDICTS = ("MATCH", "MISMATCH")
+
+
+def exit_status(verdicts: Iterable[Verdict]) -> int:
+    """The command's status over several verdicts: 1 if any fails, else 3 if any device error, else 0."""
+    codes = {EXIT_STATUS[v.status] for v in verdicts}
+    return 1 if 1 in codes else 3 if 3 in codes else 0
 
 
 @dataclass
@@ -62,9 +88,21 @@ class Verdict:
     report: dict[str, Any] = field(default_factory=dict)
     mismatch_counts: np.ndarray | None = None  # int[lane, vgpr]: wrong elements each register stored
     device_error: dict[str, Any] | None = None  # DEVICE_ERROR: kind, exit_status, timeout_s
+    paths: tuple[str, ...] = ()  # taken, in order (PATHS)
+    not_taken: dict[str, str] = field(default_factory=dict)  # path -> why not
+    check_errors: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.status]
+
+    @property
+    def ok(self) -> bool:
+        """True exactly when the CLI exits 0 for this verdict."""
+        return self.exit_status == 0
 
     def heatmap_svg(self) -> str:
-        """A lane x VGPR heatmap of the mismatching elements (MISMATCH verdicts only)."""
+        """A lane x VGPR heatmap of the wrong elements (MISMATCH and SIM_MISMATCH verdicts)."""
         from tilesim.layouts.pictures import svg_heatmap
 
         if self.mismatch_counts is None:
@@ -75,19 +113,25 @@ class Verdict:
     def __post_init__(self) -> None:
         if self.status not in VERDICTS:
             raise TilesimError(f"verdict {self.status!r}; valid: {VERDICTS}")
-        if self.status in ("MATCH", "MISMATCH") and self.device is None:
+        if self.status in _DEVICE_VERDICTS and self.device is None:
             raise TilesimError("fail closed: MATCH/MISMATCH need a device run")
-        if self.status != "MATCH" and self.status != "MISMATCH" and self.device is not None:
+        if self.status not in _DEVICE_VERDICTS and self.device is not None:
             raise TilesimError(f"fail closed: a {self.status} verdict carries no device outputs")
         if (self.status == "DEVICE_ERROR") != (self.device_error is not None):
             raise TilesimError("fail closed: device_error goes with, and only with, a DEVICE_ERROR verdict")
+        if self.status == "CHECK_FAILED" and not self.check_errors:
+            raise TilesimError("fail closed: a CHECK_FAILED verdict names the check's errors")
+        bad = [p for p in (*self.paths, *self.not_taken) if p not in PATHS]
+        if bad:
+            raise TilesimError(f"unknown path {bad[0]!r}; paths: {PATHS}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.status, "program": self.program.name, "target": self.program.target,
-                "reason": self.reason, "device": self.device_name, "compile": self.compile_metadata,
-                "isa_excerpt": self.isa_excerpt, "blame": self.blame, "pattern": self.pattern,
-                "max_abs_sim_vs_reference": self.sim_vs_reference, "max_abs_device_vs_sim": self.device_vs_sim,
-                "report": self.report, "device_error": self.device_error}
+        return {"verdict": self.status, "ok": self.ok, "exit_status": self.exit_status, "program": self.program.name,
+                "target": self.program.target, "reason": self.reason, "paths": list(self.paths),
+                "not_taken": self.not_taken, "check_errors": self.check_errors, "device": self.device_name,
+                "compile": self.compile_metadata, "isa_excerpt": self.isa_excerpt, "blame": self.blame,
+                "pattern": self.pattern, "max_abs_sim_vs_reference": self.sim_vs_reference,
+                "max_abs_device_vs_sim": self.device_vs_sim, "report": self.report, "device_error": self.device_error}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=1)
@@ -95,6 +139,9 @@ class Verdict:
     def __str__(self) -> str:
         p = self.program
         lines = [f"{self.status}: {p.name} on {p.target} — {self.reason}"]
+        lines.append("  paths: " + (", ".join(self.paths) or "none")
+                     + "".join(f"; {k}: no — {v}" for k, v in self.not_taken.items()))
+        lines += [f"  check: {e}" for e in self.check_errors[:3]]
         if self.device_error is not None:
             de = self.device_error
             lines.append(f"  device error: {de.get('kind')}, device process exit status {de.get('exit_status')}"
@@ -117,94 +164,100 @@ class Verdict:
 
 
 def _tol(prog: Program) -> tuple[float, float]:
-    rtol = atol = 0.0
-    k_total = max([s for d, s in prog.sizes if d == "K"] or [1])
-    for op in prog.walk():
-        if op.kind == "mma":
-            row = lookup(op.attr("instr"), prog.target)
-            r, a = tolerance(row, k_terms=k_total)
-            rtol, atol = max(rtol, r), max(atol, a)
-    return (rtol or 1e-6), atol
-
-
-def _ranges(xs: list[int]) -> str:
-    xs = sorted(set(xs))
-    out, i = [], 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
-            j += 1
-        out.append(f"{xs[i]}-{xs[j]}" if j > i else f"{xs[i]}")
-        i = j + 1
-    return ", ".join(out)
-
-
-def blame(res: SimResult, name: str, bad: np.ndarray, got: np.ndarray, limit: int = 5,
-          expected: np.ndarray | None = None) -> tuple[list[str], str]:
-    """Blame lines for the first differing elements of output ``name``, and the pattern over all."""
-    prov = res.provenance.get(name)
-    want = np.asarray(res.outputs[name], np.float64) if expected is None else expected
-    idx = np.argwhere(bad)
-    if prov is None or idx.size == 0:
-        return [], ""
-    producers = {op.out.id: op for op in res.program.walk() if op.out is not None and op.kind == "mma"}
-    lines = []
-    for i, j in idx[:limit]:
-        wg, wave, lane, vgpr, lo, vid = (int(x) for x in prov[i, j])
-        if wg < 0:
-            lines.append(f"{name}[{i}][{j}]: device {got[i, j]:g}, expected {want[i, j]:g}; never stored by the program")
-            continue
-        val = res.values.get(vid)
-        bits = dtype(val.dtype).reg_bits if val is not None else 32
-        line = (f"{name}[{i}][{j}]: device {got[i, j]:g}, expected {want[i, j]:g}; stored by workgroup {wg}, "
-                f"wave {wave}, lane {lane}, VGPR {vgpr}" + (f", bits {lo}-{lo + bits - 1}" if bits < 32 else ""))
-        op = producers.get(vid)
-        if op is not None and val is not None:
-            row = lookup(op.attr("instr"), res.program.target)
-            tile = val.layout.apply(lane=lane, slot=(vgpr * 32 + lo) // bits)
-            a = row.layout("A", wave_size=res.program.wave_size)
-            b = row.layout("B", wave_size=res.program.wave_size)
-            a_l = sorted({o["lane"] for k in range(row.k) for o in a.owners_of(block=0, row=tile["row"], col=k)})
-            b_l = sorted({o["lane"] for k in range(row.k) for o in b.owners_of(block=0, row=k, col=tile["col"])})
-            line += (f"; computed by {row.mnemonic} as D[{tile['row']}][{tile['col']}] from A lanes {_ranges(a_l)} "
-                     f"and B lanes {_ranges(b_l)}")
-        lines.append(line)
-    lanes = sorted({int(prov[i, j, 2]) for i, j in idx if prov[i, j, 0] >= 0})
-    vgprs = sorted({int(prov[i, j, 3]) for i, j in idx if prov[i, j, 0] >= 0})
-    W = res.program.wave_size
-    parts = [f"{len(idx)} of {bad.size} elements differ", f"lanes {_ranges(lanes)}" + (" only" if len(lanes) < W else ""),
-             f"VGPRs {_ranges(vgprs)}"]
-    # rows permuted: every differing row of the device output equals some other row of the simulated one
-    rows = sorted({int(i) for i, _ in idx})
-    sim_rows = {tuple(np.round(want[r], 3)) for r in range(want.shape[0])}
-    if rows and all(tuple(np.round(got[r], 3)) in sim_rows for r in rows):
-        parts.append("rows permuted (each wrong row is another row of the right answer)")
-    return lines, "; ".join(parts)
+    """The result tolerance without inputs (kept for tools/mutation.py); see :func:`result_tolerance`."""
+    return result_tolerance(prog)
 
 
 def _check_device_outputs(prog: Program, dev: object) -> str | None:
     """Why a runner's result cannot be judged (None when it can): it must map every output tensor,
     and only those, to a numeric array of the tensor's shape."""
     want = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
+
+    def kind(x: object) -> str:
+        return x.type_name if isinstance(x, Opaque) else type(x).__name__
+
     if not isinstance(dev, dict):
-        return f"the runner returned a {type(dev).__name__}, not a dict of output tensors"
+        return f"the runner returned a {kind(dev)}, not a dict of output tensors"
     if set(dev) != set(want):
         return f"the runner returned tensors {sorted(map(str, dev))}; outputs are {sorted(want)}"
     for name, shape in want.items():
         arr = dev[name]
         if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu" or arr.shape != shape:
-            got = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else type(arr).__name__
+            got = f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray) else kind(arr)
             return f"the runner returned {name} as {got}; expected a numeric array of shape {shape}"
     return None
+
+
+def _count(res: SimResult, name: str, bad: np.ndarray, counts: np.ndarray | None) -> np.ndarray | None:
+    """Add the wrong elements of ``name`` to the lane x VGPR counts of the registers that stored them."""
+    prov = res.provenance.get(name)
+    if prov is None:
+        return counts
+    nregs = max(1, int(prov[..., 3].max()) + 1)
+    counts = np.zeros((res.program.wave_size, nregs), np.int64) if counts is None else counts
+    hit = prov[bad]
+    hit = hit[hit[:, 0] >= 0]
+    np.add.at(counts, (hit[:, 2], np.minimum(hit[:, 3], counts.shape[1] - 1)), 1)
+    return counts
+
+
+class _Judge:
+    """What is known before the device path ends: check errors and the simulation against the reference.
+
+    ``settle`` turns the device path's candidate into the verdict, failing closed first.
+    """
+
+    def __init__(self, prog: Program, check_errors: list[str], res: SimResult | None,
+                 ref: ReferenceCheck | None, reference: dict[str, Any] | None) -> None:
+        self.prog, self.check_errors, self.res, self.ref = prog, check_errors, res, ref
+        self.paths: list[str] = [] if res is None else ["simulated"]
+        self.not_taken: dict[str, str] = {}
+        self.blame: list[str] = []
+        self.pattern = ""
+        self.counts: np.ndarray | None = None
+        if res is not None and ref is not None and not ref.ok:
+            for name, mask in ref.bad:
+                if mask.any():
+                    want = np.asarray(reference[name], np.float64)  # type: ignore[index]
+                    got = np.asarray(res.outputs[name], np.float64)
+                    lines, pat = blame(res, name, mask, got, expected=want, got_label="simulated")
+                    self.blame += lines
+                    self.pattern = "; ".join(x for x in (self.pattern, pat) if x)
+                    self.counts = _count(res, name, mask, self.counts)
+
+    @property
+    def sim_wrong(self) -> bool:
+        return self.ref is not None and not self.ref.ok
+
+    def settle(self, status: str, reason: str, **kw: Any) -> Verdict:
+        res = self.res
+        common = dict(simulated={} if res is None else res.outputs, paths=tuple(self.paths),
+                      not_taken=dict(self.not_taken), check_errors=list(self.check_errors),
+                      sim_vs_reference={} if self.ref is None else dict(self.ref.max_abs),
+                      report={} if res is None else res.report.summary())
+        if status not in _DEVICE_VERDICTS or status == "MATCH":
+            failing = ("SIM_MISMATCH" if self.sim_wrong else "CHECK_FAILED" if self.check_errors else None)
+            if failing is not None:
+                why = (f"the simulated result differs from the float64 reference: {self.ref.describe()}"
+                       if failing == "SIM_MISMATCH" else
+                       f"check found {len(self.check_errors)} error(s): {self.check_errors[0]}")
+                kw.pop("device", None), kw.pop("device_error", None), kw.pop("mismatch_counts", None)
+                if failing == "SIM_MISMATCH":
+                    kw.update(blame=self.blame, pattern=self.pattern, mismatch_counts=self.counts)
+                return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
+            if self.ref is None and status in ("COMPILE_ONLY", "SIMULATED_ONLY"):
+                reason += "; the simulation was not judged: no float64 reference was given"
+        return Verdict(status, self.prog, reason, **common, **kw)
 
 
 def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray] | None = None,
         runner: Callable[..., dict[str, np.ndarray]] | None = None, device_timeout: float | None = None,
         **arrays: np.ndarray) -> Verdict:
-    """Simulate, emit, compile, run on a device if one is present and usable, and judge.
+    """Check, simulate, emit, compile, run on a device if one is present and usable, and judge.
 
     ``runner(emitted, arrays) -> {output name: values}`` replaces the vendor's device runner (a
-    module-level function: it runs in a child process); ``device_timeout`` (seconds; default
+    module-level function in an importable module, not the script run as ``__main__``: it runs in
+    a child process that imports it by name); ``device_timeout`` (seconds; default
     ``TILESIM_DEVICE_TIMEOUT`` or 300) is the watchdog limit for the device step.
     """
     if device not in ("auto", "none"):
@@ -213,95 +266,113 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         raise DeviceError(f"runner must be a function (emitted, arrays) -> outputs, got {type(runner).__name__}")
     limit = _device_timeout(device_timeout)
     t = get_target(prog.target)
-    res = simulate(prog, **arrays)
-    rep = res.report.summary()
-    sim_ref = {}
-    if reference is not None:
-        sim_ref = {k: float(np.nanmax(np.abs(np.asarray(res.outputs[k], np.float64) - v))) for k, v in reference.items()}
+    try:
+        check_errors = [str(f) for f in check(prog).errors]
+    except TilesimError as e:  # a check that cannot finish is a failed check, not a pass
+        check_errors = [f"check stopped: {type(e).__name__}: {e}"]
+    try:
+        res = simulate(prog, **arrays)
+    except TilesimError as e:
+        if not check_errors:
+            raise
+        judge = _Judge(prog, check_errors, None, None, None)
+        judge.not_taken["simulated"] = f"{type(e).__name__}: {e}"
+        return judge.settle("SIMULATED_ONLY", "not simulated")
+    ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays)
+    judge = _Judge(prog, check_errors, res, ref, reference)
     try:
         em = emit_hip(prog)
     except CodegenError as e:
-        return Verdict("SIMULATED_ONLY", prog, f"not emitted: {e}", res.outputs, sim_vs_reference=sim_ref, report=rep)
+        judge.not_taken["emitted"] = str(e)
+        return judge.settle("SIMULATED_ONLY", f"not emitted: {e}")
+    judge.paths.append("emitted")
+    probe, min_cc, md, isa = None, 0, {}, []
     if t.vendor == "amd":
         from tilesim.hw.offline import compile_hip
 
         try:
             comp = compile_hip(em.source, t.name, wave_size=prog.wave_size)
         except ToolchainError as e:
-            return Verdict("SIMULATED_ONLY", prog, f"compile failed: {e}", res.outputs, sim_vs_reference=sim_ref,
-                           report=rep)
+            judge.not_taken["compiled"] = str(e)
+            return judge.settle("SIMULATED_ONLY", f"compile failed: {e}")
+        judge.paths.append("compiled")
+        md = comp.metadata
         isa = [ln.strip() for ln in comp.isa.splitlines()
-               if ln.strip().startswith(("v_mfma", "v_wmma", "v_smfmac", "v_swmmac"))]
-        from tilesim.hw.amd import amd_device
-
-        # the hip-python runner (tilesim.hw.amd.run_amd) is not wired in: it has never run on AMD
-        # hardware; an injected runner is judged like any device run
-        ok, why = amd_device() if device == "auto" else (False, "--device none")
+               if ln.strip().startswith(("v_mfma", "v_wmma", "v_smfmac", "v_swmmac"))][:3]
         if runner is None or device == "none":
-            return Verdict("COMPILE_ONLY", prog, f"compiled offline for {t.name}; not run on AMD hardware ({why})",
-                           res.outputs, compile_metadata=comp.metadata, isa_excerpt=isa[:3],
-                           sim_vs_reference=sim_ref, report=rep)
-        desc, cc_text = getattr(runner, "__name__", "runner"), t.name
-    elif runner is not None and device == "auto":
-        desc, cc_text = getattr(runner, "__name__", "runner"), t.name
-        comp, isa = None, []
-    else:
-        from tilesim.hw.nvidia import cuda_device, run_nvidia
+            from tilesim.hw.amd import amd_device
 
-        cc, desc = cuda_device() if device == "auto" else (None, "--device none")
-        if cc is None:
-            return Verdict("SIMULATED_ONLY", prog, f"emitted; not compiled or run: {desc}", res.outputs,
-                           sim_vs_reference=sim_ref, report=rep)
-        want = int(re.sub(r"\D", "", t.name) or 0)
-        if cc < want:
-            return Verdict("SIMULATED_ONLY", prog, f"emitted; not run: the device ({desc}) is sm_{cc}, "
-                           f"older than {t.name}", res.outputs, sim_vs_reference=sim_ref, report=rep)
-        runner, cc_text, comp, isa = run_nvidia, f"sm_{cc}", None, []
-    md = comp.metadata if comp is not None else {}
+            # the hip-python runner (tilesim.hw.amd.run_amd) is not wired in: it has never run on AMD
+            # hardware; an injected runner is judged like any device run
+            _, why = amd_device() if device == "auto" else (False, "--device none")
+            judge.not_taken["device-run"] = why
+            return judge.settle("COMPILE_ONLY", f"compiled offline for {t.name}; not run on AMD hardware ({why})",
+                                compile_metadata=md, isa_excerpt=isa)
+        fn, desc = runner, getattr(runner, "__name__", "runner")
+    elif runner is not None and device == "auto":
+        fn, desc = runner, getattr(runner, "__name__", "runner")
+    else:
+        from tilesim.hw import nvidia
+
+        why = "--device none" if device == "none" else nvidia.cuda_runtime_missing()
+        if why is not None:
+            judge.not_taken["compiled"] = judge.not_taken["device-run"] = why
+            return judge.settle("SIMULATED_ONLY", f"emitted; not compiled or run: {why}")
+        # the device process probes (once, there): this process never initialises CUDA
+        fn, desc, probe, min_cc = nvidia.run_nvidia, "", nvidia.cuda_device, int(re.sub(r"\D", "", t.name) or 0)
     try:
-        # the child gets the program through its JSON form: exactly what a runner needs, and
-        # picklable whatever else a Program carries (a DSL program keeps its kernel function)
-        em_child = dataclasses.replace(em, program=Program.from_json(prog.to_json()))
-        dev = guarded_call(runner, em_child, arrays, timeout_s=limit, what=f"{em.kernel} on {desc}")
-        bad_out = _check_device_outputs(prog, dev)
+        dr = guarded_call(fn, em, arrays, timeout_s=limit, what=em.kernel + (f" on {desc}" if desc else ""),
+                          probe=probe, min_cc=min_cc, target=t.name)
+        if dr.unavailable is not None:
+            judge.not_taken["device-run"] = dr.unavailable
+            if probe is not None:
+                judge.not_taken["compiled"] = dr.unavailable
+            return judge.settle("SIMULATED_ONLY", f"emitted; not run: {dr.unavailable}", compile_metadata=md,
+                                isa_excerpt=isa)
+        desc = dr.device or desc
+        cc_text = f"sm_{dr.cc}" if dr.cc is not None else t.name
+        bad_out = _check_device_outputs(prog, dr.outputs)
         if bad_out is not None:
             raise DeviceError(f"{em.kernel} on {desc}: {bad_out}", kind="bad_output", exit_status=0)
     except DeviceError as e:
-        return Verdict("DEVICE_ERROR", prog, str(e), res.outputs, device_name=desc, compile_metadata=md,
-                       isa_excerpt=isa[:3], sim_vs_reference=sim_ref, report=rep,
-                       device_error={"kind": e.kind, "exit_status": e.exit_status, "timeout_s": e.timeout_s})
-    dev = {k: np.asarray(v, np.float64) for k, v in dev.items()}
-    rtol, atol = _tol(prog)
+        judge.not_taken["device-run"] = f"{e.kind}: {e}"
+        return judge.settle("DEVICE_ERROR", str(e), device_name=desc or None, compile_metadata=md, isa_excerpt=isa,
+                            device_error={"kind": e.kind, "exit_status": e.exit_status, "timeout_s": e.timeout_s})
+    if probe is not None:
+        judge.paths.append("compiled")  # NVRTC compiled it in the device process
+    judge.paths.append("device-run")
+    return _judge_device(prog, judge, {k: np.asarray(v, np.float64) for k, v in dr.outputs.items()},
+                         reference, arrays, desc, cc_text, md, isa)
+
+
+def _judge_device(prog: Program, judge: _Judge, dev: dict[str, np.ndarray], reference: dict[str, Any] | None,
+                  arrays: dict[str, np.ndarray], desc: str, cc_text: str, md: dict[str, int],
+                  isa: list[str]) -> Verdict:
+    """MATCH or MISMATCH: the device against the simulator (the model) and the reference (the intent)."""
+    res = judge.res
+    assert res is not None
+    rtol, atol = result_tolerance(prog, arrays)
     diffs, blames, patterns, why = {}, [], [], []
     counts: np.ndarray | None = None
     for name, got in dev.items():
         want = np.asarray(res.outputs[name], np.float64)
         diffs[name] = float(np.nanmax(np.abs(got - want))) if got.size else 0.0
-        # the device must equal the simulator (the model) and, when given, the float64 reference
-        # (the program's intent); tolerance: k roundings of the accumulator, relative to the tile's scale
         for label, ref in (("simulator", want), ("reference", None if reference is None else reference.get(name))):
             if ref is None:
                 continue
             ref = np.asarray(ref, np.float64)
-            bad = ~(np.abs(got - ref) <= atol + rtol * (np.nanmax(np.abs(ref)) + 1.0)) & ~(np.isnan(got) & np.isnan(ref))
+            bad = beyond(got, ref, rtol, atol)
             if bad.any():
                 why.append(f"{name}: device differs from the {label} in {int(bad.sum())} elements")
-                prov = res.provenance.get(name)
-                if prov is not None:
-                    nregs = max(1, int(prov[..., 3].max()) + 1)
-                    counts = np.zeros((prog.wave_size, nregs), np.int64) if counts is None else counts
-                    hit = prov[bad]
-                    hit = hit[hit[:, 0] >= 0]
-                    np.add.at(counts, (hit[:, 2], np.minimum(hit[:, 3], counts.shape[1] - 1)), 1)
+                counts = _count(res, name, bad, counts)
                 b, pat = blame(res, name, bad, got, expected=ref)
                 blames += b
                 patterns.append(pat)
                 break
-    status = "MISMATCH" if why else "MATCH"
     extra = "" if reference is None else " and the float64 reference"
-    reason = (f"ran on {desc} ({cc_text}); device equals the simulator{extra} within rtol {rtol:.2g}" if not why
-              else f"ran on {desc} ({cc_text}); " + "; ".join(why))
-    return Verdict(status, prog, reason, res.outputs, device=dev, device_name=desc, blame=blames,
-                   compile_metadata=md, isa_excerpt=isa[:3],
-                   pattern="; ".join(patterns), sim_vs_reference=sim_ref, device_vs_sim=diffs, report=rep,
-                   mismatch_counts=counts)
+    common = dict(device=dev, device_name=desc, compile_metadata=md, isa_excerpt=isa, device_vs_sim=diffs)
+    if why:
+        return judge.settle("MISMATCH", f"ran on {desc} ({cc_text}); " + "; ".join(why), blame=blames,
+                            pattern="; ".join(patterns), mismatch_counts=counts, **common)
+    return judge.settle("MATCH", f"ran on {desc} ({cc_text}); device equals the simulator{extra} within rtol {rtol:.2g}",
+                        **common)

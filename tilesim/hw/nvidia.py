@@ -13,9 +13,19 @@ from tilesim.errors import DeviceError
 from tilesim.matrix.dtypes import decode, dtype, encode
 from tilesim.matrix.numerics import quantize
 
-__all__ = ["cuda_device", "run_nvidia"]
+__all__ = ["cuda_device", "cuda_runtime_missing", "run_nvidia"]
 
 _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def cuda_runtime_missing() -> str | None:
+    """Why no CUDA run can happen here, found without initialising CUDA (None: CuPy is installed,
+    so the device process may probe with :func:`cuda_device`)."""
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:
+        return "no CUDA runtime: CuPy is not installed (pip install cupy-cuda12x or cupy-cuda13x)"
+    return None
 
 
 def cuda_device() -> tuple[int | None, str]:

@@ -1,0 +1,132 @@
+"""The float64 reference: how far a result may be from it, and the comparison every verdict uses.
+
+The tolerance is built from the numerics model (:func:`tilesim.matrix.numerics.tolerance`: ``k``
+roundings of each matrix instruction's accumulator over the program's whole K) plus one rounding
+of every narrower float type the program rounds to on the way (``cast`` targets and output
+tensors), plus, when the caller's inputs are not exactly representable in their declared types,
+the rounding of those inputs (the program reads the declared type; the reference read the
+caller's floats). Errors are measured against the tile's scale, ``rtol * (max |reference| + 1)``.
+
+A layout bug moves whole elements: its error is of the order of the data itself, far above
+these bounds (a gfx1100 GEMM declared with RDNA4's accumulator rows: 26.6 against a bound of
+about 2e-4), so the bound can afford to be generous without hiding one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from tilesim.errors import TilesimError
+from tilesim.ir.core import Program
+from tilesim.matrix.catalog import lookup
+from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.numerics import quantize, tolerance
+
+__all__ = ["ReferenceCheck", "check_reference", "result_tolerance"]
+
+_FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row)
+_MANTISSA_10 = ("xf32", "tf32")  # f32 storage, 10 explicit mantissa bits in the math
+
+
+def _eps(name: str) -> float:
+    d = dtype(name)
+    if d.kind != "float":
+        return 0.0
+    if d.name in _MANTISSA_10:
+        return 2.0 ** -10
+    return float(ml_dtypes.finfo(d.np).eps)
+
+
+def _k_total(prog: Program) -> int:
+    return max([s for d, s in prog.sizes if d == "K"] or [1])
+
+
+def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None) -> tuple[float, float]:
+    """``(rtol, atol)`` for comparing ``prog``'s outputs with a float64 reference (see the module docstring).
+
+    ``arrays`` (the inputs the reference was computed from) widens the bound by their rounding to
+    the declared types when they are not exactly representable there.
+    """
+    rtol = atol = 0.0
+    k = _k_total(prog)
+    for op in prog.walk():
+        if op.kind == "mma":
+            r, a = tolerance(lookup(op.attr("instr"), prog.target), k_terms=k)
+            rtol, atol = max(rtol, r), max(atol, a)
+    narrow = {op.out.dtype for op in prog.walk() if op.kind == "cast" and op.out is not None and op.out.dtype}
+    narrow |= {t.dtype for t in prog.tensors if t.output}
+    rtol += sum(2.0 * _eps(n) for n in narrow if _eps(n) > _eps("f32"))
+    for t in prog.tensors:
+        arr = None if arrays is None or t.output else arrays.get(t.name)
+        if arr is None or dtype(t.dtype).kind != "float":
+            continue
+        a64 = np.asarray(arr, np.float64)
+        with np.errstate(all="ignore"):
+            exact = np.array_equal(np.asarray(quantize(a64, t.dtype), np.float64), a64, equal_nan=True)
+        if not exact:  # each product of two rounded inputs moves by 2 eps; K of them add like a random walk
+            rtol += 2.0 * _eps(t.dtype) * math.sqrt(k)
+    return max(rtol, _FLOOR), atol
+
+
+@dataclass(frozen=True)
+class ReferenceCheck:
+    """A result against the float64 reference: per output, the largest error and the elements beyond the bound."""
+
+    max_abs: tuple[tuple[str, float], ...]
+    bad: tuple[tuple[str, np.ndarray], ...]  # (output, bool mask of elements beyond the bound)
+    rtol: float
+    atol: float
+
+    @property
+    def ok(self) -> bool:
+        return not any(mask.any() for _, mask in self.bad)
+
+    def describe(self) -> str:
+        return "; ".join(f"{name}: {int(mask.sum())} of {mask.size} elements differ from the float64 reference "
+                         f"beyond rtol {self.rtol:.2g} (max |error| {dict(self.max_abs)[name]:.3g})"
+                         for name, mask in self.bad if mask.any())
+
+
+def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    """Elements of ``got`` farther from ``ref`` than the bound (NaN where both are NaN is equal)."""
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    finite = ref[np.isfinite(ref)]
+    scale = float(np.abs(finite).max()) if finite.size else 0.0
+    with np.errstate(invalid="ignore"):
+        close = np.abs(got - ref) <= atol + rtol * (scale + 1.0)
+    same_special = (np.isnan(got) & np.isnan(ref)) | (np.isinf(ref) & (got == ref))
+    return ~(close | same_special)
+
+
+def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: object,
+                    arrays: dict[str, np.ndarray] | None = None) -> ReferenceCheck:
+    """Compare ``outputs`` with ``reference`` (``{output name: float64 array}``).
+
+    A reference that is not a dict, names a tensor that is not an output, or has the wrong shape is
+    a :class:`~tilesim.errors.TilesimError`; outputs it leaves out are not judged.
+    """
+    if not isinstance(reference, dict):
+        raise TilesimError(f"the reference must be a dict of output tensors, got {type(reference).__name__}")
+    shapes = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
+    rtol, atol = result_tolerance(prog, arrays)
+    max_abs, bad = [], []
+    for name, ref in reference.items():
+        if name not in shapes:
+            raise TilesimError(f"the reference names {str(name)[:80]!r}, which is not an output tensor; "
+                               f"outputs: {', '.join(sorted(shapes))}")
+        try:
+            ref = np.asarray(ref, np.float64)
+        except (TypeError, ValueError):
+            raise TilesimError(f"the reference's {name} is not numeric ({type(ref).__name__})") from None
+        if ref.shape != shapes[name]:
+            raise TilesimError(f"the reference's {name} has shape {ref.shape}; the output is {shapes[name]}")
+        got = np.asarray(outputs[name], np.float64)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(got - ref)
+        max_abs.append((name, float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0))
+        bad.append((name, beyond(got, ref, rtol, atol)))
+    return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol)
