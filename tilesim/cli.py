@@ -30,6 +30,16 @@ _EPILOG = """examples:
   tilesim check-layout "AMDMFMALayout(3, [32, 32, 8], False, [1, 1])" --arch gfx942
   tilesim simulate examples/gemm.py --target gfx1201 --inspect %9
   tilesim demo
+
+exit statuses of run, simulate and check (2: a usage or input error, for every command):
+  run       0  MATCH, COMPILE_ONLY, SIMULATED_ONLY, EMULATED_MATCH
+            1  MISMATCH, SIM_MISMATCH, CHECK_FAILED, EMULATED_MISMATCH
+            3  DEVICE_ERROR
+            (over several programs: 1 if any verdict is 1, else 3 if any is 3, else 0)
+  simulate  0  every program simulated, within the tolerance of the file's reference() (or it has none)
+            1  a simulated output differs from reference() beyond the numerics model's tolerance
+  check     0  no errors (warnings allowed)
+            1  at least one error
 """
 
 
@@ -121,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("simulate", help="simulate tile programs lane-accurately and report",
                         description="Simulate the programs of FILE (as for `check`) on the module's inputs() "
                         "(or random inputs), compare with its reference() when it has one, and report LDS "
-                        "conflicts, races, out-of-bounds lanes and replication violations.")
+                        "conflicts, races, out-of-bounds lanes and replication violations. Exit 1 when a simulated "
+                        "output differs from reference() beyond the numerics model's tolerance.")
     sm.add_argument("file")
     sm.add_argument("--target", default=None, help="only the programs for this target")
     sm.add_argument("--inspect", default=None, metavar="VALUE", help="print a fragment's registers: %%ID or id")
@@ -144,10 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     cp_.add_argument("--format", choices=("text", "json"), default="text")
 
     rn = sub.add_parser("run", help="simulate, emit, compile, run on a device if present, and give a verdict",
-                        description="Verdicts: MATCH / MISMATCH (device ran; with blame) / COMPILE_ONLY / "
-                        "SIMULATED_ONLY / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past "
-                        "the watchdog). Never MATCH without a device run. Exit 1 on MISMATCH, else 3 on "
-                        "DEVICE_ERROR.")
+                        description="Verdicts: MATCH / MISMATCH (device ran; with blame) / SIM_MISMATCH (the "
+                        "simulation differs from the file's reference(), with blame) / CHECK_FAILED (`tilesim check` "
+                        "errors) / COMPILE_ONLY / SIMULATED_ONLY (simulation right; the reason says why it went no "
+                        "further) / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past the watchdog). "
+                        "Never MATCH without a device run; a wrong program never exits 0. Exit 1 on MISMATCH, "
+                        "SIM_MISMATCH or CHECK_FAILED, else 3 on DEVICE_ERROR, else 0 (table: `tilesim --help`).")
     rn.add_argument("file")
     rn.add_argument("--target", default=None)
     rn.add_argument("--device", choices=("auto", "none"), default="auto")
