@@ -66,3 +66,22 @@ def fake_a100():
 
 def no_cuda_device():
     return None, "no CUDA driver or device: test"
+
+
+def counting_h100():
+    """A probe that leaves its process id in the file named by TILESIM_TEST_PROBE_LOG."""
+    with open(os.environ["TILESIM_TEST_PROBE_LOG"], "a") as f:
+        f.write(f"{os.getpid()}\n")
+    return 90, "Fake H100"
+
+
+def echo_inputs(em, arrays):
+    return dict(arrays)
+
+
+def list_outputs(em, arrays):
+    return {"C": [[1.0, 2.0]], "extra": np.array([{"a": 1}], dtype=object)}
+
+
+def tuple_result(em, arrays):
+    return (1, 2)

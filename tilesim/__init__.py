@@ -42,13 +42,14 @@ from tilesim.matrix import MatrixInstruction, instructions, lookup
 from tilesim.wave import SimResult, equivalent, inspect, simulate
 from tilesim.ir import check
 from tilesim.port import Port, PortError, port
+from tilesim.diff import Verdict, run
 
 __version__ = "0.5.0"
 
 __all__ = [
     "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "exp", "grid", "kernel", "lds_alloc", "lds_load",
     "lds_store", "load", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store", "tile_id",
-    "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError",
+    "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run", "Verdict",
     "DeviceError",
     "InstructionError",
     "Layout",

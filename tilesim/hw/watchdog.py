@@ -182,6 +182,11 @@ def guarded_call(runner: Callable[..., Any], emitted: Any, arrays: dict[str, Any
     proc = None
     try:
         request["arrays"] = save_arrays(folder, "in_", dict(arrays or {}))
+        cannot = {k: v["type"] for k, v in request["arrays"].items() if "file" not in v}
+        if cannot:
+            name, kind = next(iter(cannot.items()))
+            raise DeviceError(f"{what}: input {name[:80]!r} is a {kind}, not a numeric array: only numeric arrays "
+                              "cross to the device process", kind="launch")
         (folder / REQUEST).write_text(json.dumps(request))
         try:
             proc = subprocess.Popen([sys.executable, "-m", "tilesim.hw._device_child", str(folder)],
