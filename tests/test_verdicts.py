@@ -157,7 +157,7 @@ def test_simulate_json_says_whether_the_reference_holds(files, capsys):
 # ---------------------------------------------------------------- verdicts through the API
 
 def test_wrong_simulation_without_a_device_is_sim_mismatch_with_blame():
-    v = _run(_sm90(gemm_planted.PLANTED["c_rows_lane5"]))  # no CuPy or GPU here: SIMULATED_ONLY before
+    v = _run(_sm90(gemm_planted.PLANTED["c_rows_lane5"]), device="none")  # SIMULATED_ONLY, exit 0 before
     assert v.status == "SIM_MISMATCH" and not v.ok and v.exit_status == 1
     assert "SIMULATED_ONLY otherwise" in v.reason and v.sim_vs_reference["C"] > 1
     assert "lanes 5 only" in v.pattern and all("lane 5," in b for b in v.blame)
@@ -166,16 +166,16 @@ def test_wrong_simulation_without_a_device_is_sim_mismatch_with_blame():
 
 
 def test_right_simulation_keeps_simulated_only():
-    v = _run(_sm90())
+    v = _run(_sm90(), device="none")
     assert v.status == "SIMULATED_ONLY" and v.ok and not v.check_errors
     assert v.paths == ("simulated", "emitted") and "device-run" in v.not_taken
 
 
 def test_no_reference_is_said_and_check_errors_still_fail():
     arrays = gemm.inputs(_sm90())
-    v = run(_sm90(), **arrays)
+    v = run(_sm90(), device="none", **arrays)
     assert v.status == "SIMULATED_ONLY" and "not judged: no float64 reference" in v.reason
-    w = run(_sm90(gemm_planted.PLANTED["a_lane_off"]), **arrays)  # no reference: check decides
+    w = run(_sm90(gemm_planted.PLANTED["a_lane_off"]), device="none", **arrays)  # no reference: check decides
     assert w.status == "CHECK_FAILED" and not w.ok and "operand A" in w.reason and w.check_errors
 
 
@@ -258,3 +258,9 @@ def test_bad_references_are_typed_errors():
                       ({"C": np.zeros((4, 4))}, "has shape"), ({"C": "x"}, "not numeric")):
         with pytest.raises(TilesimError, match=text):
             run(p, reference=ref, **arrays)
+
+
+def test_heatmap_of_a_sim_mismatch(files, tmp_path, capsys):
+    svg = tmp_path / "heat.svg"
+    assert main(["run", files["wrong_nv"], "--device", "none", "--heatmap", str(svg)]) == 1
+    assert "lane 5, v" in svg.read_text()

@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="watchdog for the device step (default: TILESIM_DEVICE_TIMEOUT, else 300)")
     rn.add_argument("--format", choices=("text", "json"), default="text")
     rn.add_argument("--heatmap", default=None, metavar="FILE.svg",
-                    help="on MISMATCH, write a lane x VGPR heatmap of the wrong elements")
+                    help="on MISMATCH or SIM_MISMATCH, write a lane x VGPR heatmap of the wrong elements")
 
     po = sub.add_parser("port", help="port tile programs to another target's instructions, proving equivalence",
                         description="Re-specialise each program of FILE (a Python file whose programs() returns "
