@@ -72,8 +72,11 @@ def serve(folder: Path) -> dict[str, Any]:
         result = runner(_emitted(req.get("emitted")), load_arrays(folder, req.get("arrays", {})))
     except BaseException as e:  # everything goes back to the parent as a message, never a traceback
         return {**_error(e), "device": device}
-    body = ({"outputs": save_arrays(folder, "out_", {str(k): v for k, v in result.items()})}
-            if isinstance(result, dict) else {"type": type(result).__name__})
+    try:
+        body = ({"outputs": save_arrays(folder, "out_", {str(k): v for k, v in result.items()})}
+                if isinstance(result, dict) else {"type": type(result).__name__})
+    except BaseException as e:  # e.g. a disk that is full: still a message, not a traceback
+        return {**_error(e), "device": device}
     return {"status": "ok", "device": device, "cc": cc, "result": body}
 
 

@@ -223,9 +223,7 @@ def guarded_call(runner: Callable[..., Any], emitted: Any, arrays: dict[str, Any
 
 def _child_env() -> dict[str, str]:
     """The caller's environment, with this tilesim first on the path (the child must import the same one)."""
-    import tilesim
-
-    root = str(Path(tilesim.__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])  # the folder that holds this tilesim package
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
