@@ -1,0 +1,218 @@
+"""Matrix instructions (WMMA, MFMA; SWMMAC/SMFMAC refused until modelled) through the catalog.
+
+Nothing about an operand's placement is written here: the row from
+:func:`tilesim.matrix.lookup` gives, per operand, the hardware layout (``ins.layout(op,
+wave_size=…, cbsz/abid/blgp/opsel)``) whose location records — (block, row, col, vgpr, lane,
+bit_lo, bit_hi) — gather each operand matrix out of the registers of every selected wave and
+scatter D back. Replicated elements (RDNA3 A/B in lanes 16-31) are read from their lowest lane, as
+the tile simulator reads them; copies that disagree are recorded in the emulation notes.
+
+Numerics are the catalog's (:mod:`tilesim.matrix.numerics`): NEG/NEG_HI and the RDNA iu8
+signedness bits through ``check_neg``/``signed_types``/``apply_negation``, integer products exact in
+int64 wrapped to the D type, float products summed exactly and rounded once to the D type. The
+exact sum is computed fast in float64 with an error bound; only where the bound straddles a
+rounding boundary (or an input is not finite) is :func:`~tilesim.matrix.numerics.dot_exact` run.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from tilesim.errors import TilesimError
+from tilesim.isa.asm import Imm, Instr, Reg
+from tilesim.isa.state import Ctx, Machine, imm_bits
+from tilesim.matrix import lookup
+from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
+
+__all__ = ["compile_matrix", "MATRIX_PREFIXES", "exact_dot_batched"]
+
+MATRIX_PREFIXES = ("v_wmma_", "v_mfma_", "v_smfmac_", "v_swmmac_")
+_U32, _U64 = np.uint32, np.uint64
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(row: MatrixInstruction, op: str, wave: int, cbsz: int, abid: int, blgp: int, opsel: int) -> tuple:
+    """Gather/scatter plan of one operand: record arrays, the primary (lowest-lane) record of each
+    logical element, and the records split into groups that touch distinct registers."""
+    lay = row.layout(op, wave_size=wave, cbsz=cbsz, abid=abid, blgp=blgp, opsel=opsel)
+    rec = lay.location_array()
+    dims = dict(lay.out_dims)
+    blocks, rows, cols = dims.get("block", 1), dims["row"], dims["col"]
+    flat = (rec[:, 0] * rows + rec[:, 1]) * cols + rec[:, 2]
+    order = np.lexsort((rec[:, 4], flat))
+    first = np.ones(order.size, bool)
+    first[1:] = flat[order][1:] != flat[order][:-1]
+    primary = np.full(blocks * rows * cols, -1, np.int64)
+    primary[flat[order][first]] = order[first]
+    fi = rec[:, 4] * 4096 + rec[:, 3]
+    groups, left = [], np.arange(rec.shape[0])
+    while left.size:
+        _, idx = np.unique(fi[left], return_index=True)
+        groups.append(left[idx])
+        left = np.delete(left, idx)
+    return rec, flat, primary, (blocks, rows, cols), tuple(groups)
+
+
+def _fields(regs: np.ndarray, rec: np.ndarray) -> np.ndarray:
+    """``regs``: uint32[waves, lanes, nregs+1] → uint64[waves, records] bit fields."""
+    lo, hi = rec[:, 5].astype(_U64), rec[:, 6]
+    width = int(hi[0] - rec[0, 5] + 1)
+    word = regs[:, rec[:, 4], rec[:, 3]].astype(_U64) | (regs[:, rec[:, 4], rec[:, 3] + 1].astype(_U64) << _U64(32))
+    if width == 64:
+        return word
+    return (word >> lo) & _U64((1 << width) - 1)
+
+
+def _quantum_exp(x: np.ndarray) -> np.ndarray:
+    """Exponent of the lowest set bit of each finite float64 (a large number for 0)."""
+    m, e = np.frexp(x)
+    M = np.abs(m * 2.0**53).astype(np.int64)
+    tz = np.frexp((M & -M).astype(np.float64))[1] - 1
+    return np.where(x != 0, e - 53 + tz, 1 << 20)
+
+
+def _sig_bits(x: np.ndarray) -> np.ndarray:
+    """Significant bits of each finite float64 (from the top bit to the lowest set bit)."""
+    m, e = np.frexp(x)
+    q = _quantum_exp(x)
+    return np.where(x != 0, e - q, 0)
+
+
+def exact_dot_batched(A: np.ndarray, B: np.ndarray, C: np.ndarray, out: str) -> np.ndarray:
+    """``A @ B + C`` over leading batch dims, the exact sum rounded once to ``out``.
+
+    The float64 sum is exact (in any order) when every product is exact in float64 and all terms
+    are multiples of 2**q with their magnitudes summing below 2**(q+53); otherwise an error bound
+    decides whether rounding float64's sum gives the correctly rounded result. Elements neither
+    test settles (e.g. NaN/inf, f64 operands near a tie) go to :func:`dot_exact`."""
+    with np.errstate(all="ignore"):
+        P = A[..., :, :, None] * B[..., None, :, :]  # (..., m, k, n)
+        approx = P.sum(axis=-2) + C
+        mag = np.abs(P).sum(axis=-2) + np.abs(C)
+        qa = np.minimum(_quantum_exp(P).min(axis=-2), _quantum_exp(C))
+        # products exact: |a*b| is the float64 product of values whose significands fit 53 bits together
+        sig = _sig_bits(A)[..., :, :, None] + _sig_bits(B)[..., None, :, :]
+        prod_exact = (sig <= 53).all(axis=-2) & np.isfinite(mag)
+        exact = prod_exact & (mag < np.ldexp(1.0, np.clip(qa + 53, -1074, 1023)))
+        bound = (A.shape[-1] + 4) * 2.0**-52 * mag + 2.0**-1074 * (A.shape[-1] + 4)
+        lo, hi = quantize(approx - bound, out), quantize(approx + bound, out)
+        D = np.where(exact, quantize(approx, out), lo)
+    unsure = ~(exact | ((lo == hi) & np.isfinite(lo) & np.isfinite(mag)))
+    if unsure.any():
+        lead = np.argwhere(unsure.reshape(-1, *unsure.shape[-2:]).any(axis=(1, 2)))[:, 0]
+        Af, Bf, Cf, Df = (x.reshape(-1, *x.shape[-2:]) for x in (A, B, C, D))
+        for t in lead:
+            Df[t] = dot_exact(Af[t], Bf[t], Cf[t], out)
+        D = Df.reshape(D.shape)
+    return D
+
+
+def _mods(ins: Instr, row: MatrixInstruction, ctx: Ctx) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k, v in ins.mods:
+        if k in ("neg_lo", "neg_hi", "neg"):
+            m = re.fullmatch(r"\[([01])(?:,([01]))?(?:,([01]))?\]", v)
+            if not m:
+                raise ctx.err(ins, f"{k}:{v} not understood")
+            bits = sum(int(b) << i for i, b in enumerate(m.groups()) if b is not None)
+            out["neg_hi" if k == "neg_hi" else "neg"] = bits
+        elif k in ("cbsz", "abid", "blgp"):
+            out[k] = int(v, 0)
+        elif k == "op_sel" and re.fullmatch(r"\[0(,0)*\]", v):
+            continue
+        else:
+            raise ctx.err(ins, f"modifier {k}:{v} is not modelled for {row.mnemonic}")
+    for k in ("cbsz", "abid", "blgp"):
+        if out.get(k) and row.modifier(k) is None:
+            raise ctx.err(ins, f"{row.mnemonic} has no {k.upper()} modifier")
+    fmt = row.modifier("cbsz")
+    if fmt is not None and fmt.kind == "format":
+        raise ctx.err(ins, "f8f6f4 format selection (CBSZ/BLGP as formats) is not modelled yet")
+    return out
+
+
+def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    try:
+        row = lookup(ins.mnemonic, ctx.target)
+    except TilesimError as e:
+        raise ctx.err(ins, f"not in the catalog for {ctx.target}: {e}") from None
+    if row.sparse or row.kind not in ("wmma", "mfma"):
+        raise ctx.err(ins, f"{row.kind} instructions are not modelled yet")
+    mods = _mods(ins, row, ctx)
+    neg, neg_hi = mods.pop("neg", 0), mods.pop("neg_hi", 0)
+    try:
+        check_neg(row, neg, neg_hi)
+        lay_mods = dict(cbsz=mods.get("cbsz", 0), abid=mods.get("abid", 0), blgp=mods.get("blgp", 0), opsel=0)
+        plans = {op: _plan(row, op, ctx.wave, **(lay_mods if op != "D" else dict(cbsz=0, abid=0, blgp=0, opsel=0)))
+                 for op in "ABCD"}
+    except TilesimError as e:
+        raise ctx.err(ins, str(e)) from None
+    nregs = row.registers_for(ctx.wave)
+    if len(ins.operands) != 4:
+        raise ctx.err(ins, f"expected D, A, B, C operands, got {len(ins.operands)}")
+    regs: dict[str, object] = {}
+    for op, x in zip("DABC", ins.operands):
+        if isinstance(x, Reg) and x.file in ("v", "a") and not (x.neg or x.abs or x.half):
+            if x.count != nregs[op]:
+                raise ctx.err(ins, f"operand {op} takes {nregs[op]} VGPRs, got {x.count}")
+            regs[op] = st.vbase(x)
+        elif op == "C" and isinstance(x, Imm):
+            regs[op] = imm_bits(x, "b32", ctx, ins)
+        else:
+            raise ctx.err(ins, f"operand {op} form {x!r} not modelled")
+    (ta, tb, tc, td), neg = signed_types(row, neg)
+    notes = st.notes
+
+    def gather(op: str, w: np.ndarray) -> np.ndarray:
+        rec, flat, primary, shape, _ = plans[op]
+        src = regs[op]
+        if isinstance(src, int) and op == "C" and isinstance(ins.operands[3], Imm):
+            r = np.full((w.size, ctx.wave, nregs["C"] + 1), src, _U32)
+        else:
+            r = np.zeros((w.size, ctx.wave, nregs[op] + 1), _U32)
+            r[:, :, :-1] = np.moveaxis(st.v[src: src + nregs[op]][:, w], 0, -1)
+        f = _fields(r, rec)
+        t = {"A": ta, "B": tb, "C": tc}[op]
+        pf = f[:, primary]
+        bad = (f != pf[:, flat]).any(axis=0)
+        if bad.any() and len(notes) < 64:
+            i = int(np.flatnonzero(bad)[0])
+            notes.append(f"line {ins.line} {row.mnemonic}: copies of {op}[{rec[i, 1]}][{rec[i, 2]}] differ "
+                         f"(lane {rec[i, 4]} vs lane {rec[primary[flat[i]], 4]}); the lowest lane's copy was used")
+        return decode(pf, t).astype(np.float64 if t.kind not in ("int", "uint") else np.int64).reshape(w.size, *shape)
+
+    dplan = plans["D"]
+    d_reg = regs["D"]
+    full = np.uint64((1 << ctx.wave) - 1)
+
+    def run(sel: np.ndarray) -> None:
+        w = np.flatnonzero(sel)
+        if (st.exec_bits()[w] != full).any():
+            raise ctx.err(ins, "EXEC is not all ones (the ISA leaves the result undefined)")
+        A, B, C = gather("A", w), gather("B", w), gather("C", w)
+        A, B, C = apply_negation(row, A, B, C, neg, neg_hi) if (neg or neg_hi) else (A, B, C)
+        if td.kind in ("int", "uint"):
+            D = np.einsum("...mk,...kn->...mn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
+            D = decode(encode(D, td), td)
+        else:
+            D = exact_dot_batched(np.asarray(A, np.float64), np.asarray(B, np.float64), np.asarray(C, np.float64),
+                                  td.name)
+        bits = encode(D.reshape(w.size, -1), td).astype(_U64)
+        rec, flat, _, _, groups = dplan
+        out = np.moveaxis(st.v[d_reg: d_reg + nregs["D"]][:, w], 0, -1).copy()  # [w, lane, nregs]
+        for g in groups:
+            lane, vg, lo, hi = rec[g, 4], rec[g, 3], rec[g, 5].astype(_U64), rec[g, 6].astype(_U64)
+            width = hi - lo + _U64(1)
+            if int(width[0]) > 32:
+                raise ctx.err(ins, "64-bit D elements are not modelled yet")
+            mask = ((_U64(1) << width) - _U64(1)) << lo
+            cur = out[:, lane, vg].astype(_U64)
+            out[:, lane, vg] = ((cur & ~mask) | ((bits[:, flat[g]] << lo) & mask)).astype(_U32)
+        st.v[d_reg: d_reg + nregs["D"]][:, w] = np.moveaxis(out, -1, 0)
+    return run

@@ -1,0 +1,389 @@
+"""Memory instructions: global/flat, scratch, scalar loads, and LDS (``ds_*``) with a race detector.
+
+Global memory is a byte heap holding named buffers at fake 64-bit addresses with unmapped gaps
+between them: an access that is not wholly inside one buffer raises :class:`IsaError` naming the
+instruction, wave and lane (real hardware might read garbage or fault). LDS is bytes per workgroup
+of the descriptor's size; an access past it raises too. Scratch is private bytes per lane.
+
+Race detector: each LDS byte remembers the wave (within its workgroup) that last wrote it and the
+barrier epoch of that write, and the set of waves that read it in the current epoch. A read of a
+byte another wave wrote in the same epoch, or a write of a byte another wave read or wrote in the
+same epoch, is a race — a missing ``s_barrier`` between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.isa.asm import Imm, Instr, IsaError, Reg
+from tilesim.isa.state import Ctx, Machine
+
+__all__ = ["Heap", "Lds", "Race", "compile_memory"]
+
+_U32, _U64 = np.uint32, np.uint64
+BASE = 0x7F0000000000  # high enough that a pointer truncated to 32 bits lands outside every buffer
+_GAP = 4096
+
+
+class Heap:
+    """Named buffers at fake addresses."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.starts: list[int] = []
+        self.sizes: list[int] = []
+        self.data = np.zeros(0, np.uint8)
+
+    def add(self, name: str, data: bytes | np.ndarray) -> int:
+        raw = np.frombuffer(bytes(data), np.uint8) if isinstance(data, (bytes, bytearray)) else \
+            np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        start = (self.data.size + _GAP + 255) // 256 * 256
+        self.data = np.concatenate([self.data, np.zeros(start - self.data.size, np.uint8), raw])
+        self.names.append(name)
+        self.starts.append(start)
+        self.sizes.append(raw.size)
+        return BASE + start
+
+    def view(self, name: str) -> np.ndarray:
+        i = self.names.index(name)
+        return self.data[self.starts[i]: self.starts[i] + self.sizes[i]]
+
+    def offsets(self, addr: np.ndarray, nbytes: int, what: Callable[[int], str]) -> np.ndarray:
+        """Heap offsets of ``addr`` (uint64), each checked to lie with its ``nbytes`` in one buffer."""
+        off = addr.astype(np.int64) - BASE if addr.size else addr.astype(np.int64)
+        if off.size == 0:
+            return off
+        starts, sizes = np.array(self.starts, np.int64), np.array(self.sizes, np.int64)
+        k = np.searchsorted(starts, off, side="right") - 1
+        ok = (k >= 0) & (off >= starts[np.maximum(k, 0)]) & (off + nbytes <= starts[np.maximum(k, 0)] + sizes[np.maximum(k, 0)])
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise IsaError(f"{what(i)}: address {int(addr[i]):#x} ({nbytes} bytes) is outside every buffer "
+                           f"({', '.join(f'{n} at {BASE + s:#x}+{z}' for n, s, z in zip(self.names, self.starts, self.sizes))})")
+        return off
+
+
+@dataclass(frozen=True)
+class Race:
+    kind: str  # "read after write" | "write after read" | "write after write"
+    line: int
+    text: str
+    workgroup: int
+    wave: int
+    other_wave: int
+    address: int
+
+    def __str__(self) -> str:
+        return (f"LDS race ({self.kind}) at line {self.line} `{self.text}`: workgroup {self.workgroup} wave {self.wave} "
+                f"touches byte {self.address} that wave {self.other_wave} accessed since the last barrier")
+
+
+class Lds:
+    def __init__(self, groups: int, size: int) -> None:
+        self.size = size
+        self.data = np.zeros((groups, max(size, 1)), np.uint8)
+        self.writer = np.full((groups, max(size, 1)), -1, np.int16)
+        self.wepoch = np.zeros((groups, max(size, 1)), np.int32)
+        self.readers = np.zeros((groups, max(size, 1)), np.uint64)
+        self.repoch = np.full((groups, max(size, 1)), -1, np.int32)
+        self.races: list[Race] = []
+
+    def track(self, ins: Instr, g: np.ndarray, addr: np.ndarray, slot: np.ndarray, epoch: np.ndarray, write: bool) -> None:
+        """``g``/``addr``/``slot``/``epoch``: per byte accessed (workgroup, LDS byte, wave slot, epoch)."""
+        wr, we = self.writer[g, addr], self.wepoch[g, addr]
+        raw = (wr >= 0) & (wr != slot) & (we == epoch)
+        bad = raw.copy()
+        kinds = np.where(raw, 0, -1)
+        if write:
+            rd, re_ = self.readers[g, addr], self.repoch[g, addr]
+            others = rd & ~(np.uint64(1) << slot.astype(np.uint64))
+            war = (re_ == epoch) & (others != 0)
+            bad |= war
+            kinds = np.where(raw, 2, np.where(war, 1, -1))
+        if bad.any() and len(self.races) < 64:
+            i = int(np.flatnonzero(bad)[0])
+            other = int(wr[i]) if kinds[i] != 1 else int(np.log2(float(others[i] & -others[i])))
+            self.races.append(Race(("read after write", "write after read", "write after write")[int(kinds[i])]
+                                   if write else "read after write", ins.line, ins.text, int(g[i]), int(slot[i]), other,
+                                   int(addr[i])))
+        if write:
+            self.writer[g, addr] = slot
+            self.wepoch[g, addr] = epoch
+        else:
+            stale = self.repoch[g, addr] != epoch
+            self.readers[g[stale], addr[stale]] = 0
+            self.repoch[g, addr] = epoch
+            np.bitwise_or.at(self.readers, (g, addr), np.uint64(1) << slot.astype(np.uint64))
+
+
+# mnemonic stem -> (bytes, how): how = zext/sext (to 32 bits), dw (whole dwords), lo16/hi16 (d16 halves)
+_LOAD = {"u8": (1, "zext"), "ubyte": (1, "zext"), "i8": (1, "sext"), "sbyte": (1, "sext"),
+         "u16": (2, "zext"), "ushort": (2, "zext"), "i16": (2, "sext"), "sshort": (2, "sext"),
+         "b32": (4, "dw"), "dword": (4, "dw"), "b64": (8, "dw"), "dwordx2": (8, "dw"), "b96": (12, "dw"),
+         "dwordx3": (12, "dw"), "b128": (16, "dw"), "dwordx4": (16, "dw"),
+         "d16_b16": (2, "lo16"), "short_d16": (2, "lo16"), "d16_hi_b16": (2, "hi16"), "short_d16_hi": (2, "hi16"),
+         "d16_u8": (1, "lo16z"), "ubyte_d16": (1, "lo16z"), "d16_hi_u8": (1, "hi16z"), "ubyte_d16_hi": (1, "hi16z"),
+         "d16_i8": (1, "lo16s"), "sbyte_d16": (1, "lo16s"), "d16_hi_i8": (1, "hi16s"), "sbyte_d16_hi": (1, "hi16s")}
+_STORE = {"b8": (1, "lo"), "byte": (1, "lo"), "b16": (2, "lo"), "short": (2, "lo"), "b32": (4, "dw"), "dword": (4, "dw"),
+          "b64": (8, "dw"), "dwordx2": (8, "dw"), "b96": (12, "dw"), "dwordx3": (12, "dw"), "b128": (16, "dw"),
+          "dwordx4": (16, "dw"), "d16_hi_b8": (1, "hi"), "byte_d16_hi": (1, "hi"), "d16_hi_b16": (2, "hi"),
+          "short_d16_hi": (2, "hi"), "b8_d16_hi": (1, "hi"), "b16_d16_hi": (2, "hi")}
+_DS_ALIAS = {"ds_read_": "ds_load_", "ds_write_": "ds_store_", "ds_read2_": "ds_load_2addr_",
+             "ds_write2_": "ds_store_2addr_", "ds_load_u16_d16": "ds_load_d16_b16"}
+
+
+def _to_regs(data: np.ndarray, nbytes: int, how: str, old: np.ndarray | None) -> list[np.ndarray]:
+    """Bytes ``[N, nbytes]`` → the uint32 values of the destination VGPRs (``old``: the first VGPR's
+    current value, for d16 forms that keep the other half)."""
+    if how == "dw":
+        return list(np.ascontiguousarray(data).view("<u4").reshape(data.shape[0], -1).T)
+    val = data[:, 0].astype(_U32) if nbytes == 1 else np.ascontiguousarray(data).view("<u2")[:, 0].astype(_U32)
+    if how.endswith("s") or how == "sext":
+        width = 8 * nbytes
+        val = np.where(val >= (1 << (width - 1)), val.astype(np.int64) - (1 << width), val).astype(np.int64)
+        val = (val & (0xFFFFFFFF if how == "sext" else 0xFFFF)).astype(_U32)
+    if how in ("zext", "sext"):
+        return [val]
+    assert old is not None
+    if how.startswith("lo16"):
+        return [(old & _U32(0xFFFF0000)) | (val & _U32(0xFFFF))]
+    return [(old & _U32(0xFFFF)) | ((val & _U32(0xFFFF)) << _U32(16))]
+
+
+def _from_regs(regs: list[np.ndarray], nbytes: int, how: str) -> np.ndarray:
+    if how == "dw":
+        return np.ascontiguousarray(np.stack(regs, 1).astype("<u4")).view(np.uint8).reshape(len(regs[0]), -1)
+    v = regs[0] >> _U32(16) if how == "hi" else regs[0]
+    return np.ascontiguousarray(v.astype("<u4")).view(np.uint8).reshape(-1, 4)[:, :nbytes]
+
+
+def _imm_mod(ins: Instr, name: str, ctx: Ctx, default: int = 0) -> int:
+    v = ins.mod(name)
+    if v is None:
+        return default
+    try:
+        return int(v, 0)
+    except ValueError:
+        raise ctx.err(ins, f"{name}:{v} is not an integer") from None
+
+
+def _check_mods(ins: Instr, ctx: Ctx, allowed: tuple[str, ...]) -> None:
+    bad = [k for k, _ in ins.mods if k not in allowed]
+    if bad:
+        raise ctx.err(ins, f"modifier(s) {', '.join(bad)} not modelled")
+
+
+def _vreg(op: object, n: int, ctx: Ctx, ins: Instr) -> int:
+    if not isinstance(op, Reg) or op.file not in ("v", "a") or op.neg or op.abs or op.half:
+        raise ctx.err(ins, f"operand {op!r} must be a vector register")
+    if op.count != n:
+        raise ctx.err(ins, f"operand needs {n} register(s), got {op.count}")
+    return op.index
+
+
+def compile_memory(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None] | None:
+    m = ins.mnemonic
+    for a, b in _DS_ALIAS.items():
+        if m.startswith(a):
+            m = b + m[len(a):]
+    if m.startswith(("global_", "flat_")):
+        return _global(ins, m.split("_", 1)[1], ctx, st)
+    if m.startswith("scratch_"):
+        return _scratch(ins, m.split("_", 1)[1], ctx, st)
+    if m.startswith(("s_load_", "s_buffer_load")):
+        return _smem(ins, m, ctx, st)
+    if m.startswith("ds_"):
+        return _ds(ins, m, ctx, st)
+    return None
+
+
+def _lanes(st: Machine, sel: np.ndarray, what: str, ins: Instr) -> tuple[np.ndarray, np.ndarray, Callable[[int], str]]:
+    w, ln = np.nonzero(st.active(sel))
+    return w, ln, lambda i: f"{ins.mnemonic} ({st.target}, line {ins.line}) wave {int(w[i])} lane {int(ln[i])}"
+
+
+def _global(ins: Instr, stem: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    _check_mods(ins, ctx, ("offset", "sc0", "sc1", "nt", "glc", "slc", "dlc", "th", "scope"))
+    kind, _, size = stem.partition("_")
+    ops = ins.operands
+    off = _imm_mod(ins, "offset", ctx)
+    if kind == "load":
+        if size not in _LOAD:
+            raise ctx.err(ins, "load size not modelled")
+        nbytes, how = _LOAD[size]
+        dst, vaddr, saddr = ops if len(ops) == 3 else (ops + (None,))[:3]
+        nd = max(1, nbytes // 4)
+        d = _vreg(dst, nd, ctx, ins)
+    elif kind == "store":
+        if size not in _STORE:
+            raise ctx.err(ins, "store size not modelled")
+        nbytes, how = _STORE[size]
+        vaddr, data, saddr = ops
+        d = _vreg(data, max(1, nbytes // 4), ctx, ins)
+    else:
+        raise ctx.err(ins, "global/flat atomics and other forms are not modelled")
+    use_s = isinstance(saddr, Reg) and saddr.file == "s"
+    if use_s:
+        a = _vreg(vaddr, 1, ctx, ins)
+        si = saddr.index
+        if saddr.count != 2:
+            raise ctx.err(ins, "the scalar base address takes an SGPR pair")
+    else:
+        a = _vreg(vaddr, 2, ctx, ins)
+    heap = st.heap
+
+    def addresses(sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[int], str]]:
+        w, ln, what = _lanes(st, sel, "", ins)
+        if use_s:
+            addr = st.read_s(si, 2)[w] + st.v[a][w, ln].astype(_U64)
+        else:
+            addr = st.read_v(a, 2)[w, ln]
+        addr = (addr.astype(np.int64) + off).astype(_U64)
+        return w, ln, heap.offsets(addr, nbytes, what), what
+
+    if kind == "load":
+        def run_load(sel: np.ndarray) -> None:
+            w, ln, o, _ = addresses(sel)
+            data = heap.data[o[:, None] + np.arange(nbytes)]
+            for k, val in enumerate(_to_regs(data, nbytes, how, st.v[d][w, ln])):
+                st.v[d + k][w, ln] = val
+        return run_load
+
+    def run_store(sel: np.ndarray) -> None:
+        w, ln, o, _ = addresses(sel)
+        regs = [st.v[d + k][w, ln] for k in range(max(1, nbytes // 4))]
+        heap.data[o[:, None] + np.arange(nbytes)] = _from_regs(regs, nbytes, how)
+    return run_store
+
+
+def _scratch(ins: Instr, stem: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    _check_mods(ins, ctx, ("offset", "sc0", "sc1", "nt", "glc", "slc", "dlc", "th", "scope"))
+    kind, _, size = stem.partition("_")
+    ops = ins.operands
+    off = _imm_mod(ins, "offset", ctx)
+    table = _LOAD if kind == "load" else _STORE
+    if kind not in ("load", "store") or size not in table:
+        raise ctx.err(ins, "scratch form not modelled")
+    nbytes, how = table[size]
+    if kind == "load":
+        dst, vaddr, saddr = ops
+        d = _vreg(dst, max(1, nbytes // 4), ctx, ins)
+    else:
+        vaddr, data, saddr = ops
+        d = _vreg(data, max(1, nbytes // 4), ctx, ins)
+    for x in (vaddr, saddr):
+        if not (isinstance(x, Reg) and x.file == "off"):
+            raise ctx.err(ins, "scratch addressing through VGPR/SGPR offsets is not modelled (only `off, off`)")
+
+    def run(sel: np.ndarray) -> None:
+        w, ln, what = _lanes(st, sel, "", ins)
+        if st.scratch is None or off < 0 or off + nbytes > st.scratch.shape[-1]:
+            raise IsaError(f"{what(0) if w.size else ins.mnemonic}: scratch bytes {off}..{off + nbytes} outside the "
+                           f"private segment ({0 if st.scratch is None else st.scratch.shape[-1]} bytes)")
+        cols = off + np.arange(nbytes)
+        if kind == "load":
+            data = st.scratch[w[:, None], ln[:, None], cols]
+            for k, val in enumerate(_to_regs(data, nbytes, how, st.v[d][w, ln])):
+                st.v[d + k][w, ln] = val
+        else:
+            regs = [st.v[d + k][w, ln] for k in range(max(1, nbytes // 4))]
+            st.scratch[w[:, None], ln[:, None], cols] = _from_regs(regs, nbytes, how)
+    return run
+
+
+def _smem(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    _check_mods(ins, ctx, ("offset", "glc", "dlc", "th", "scope"))
+    size = m.rsplit("_", 1)[1]
+    n = {"b32": 1, "dword": 1, "b64": 2, "dwordx2": 2, "b96": 3, "b128": 4, "dwordx4": 4, "b256": 8, "dwordx8": 8,
+         "b512": 16, "dwordx16": 16}.get(size)
+    if n is None or not m.startswith("s_load_"):
+        raise ctx.err(ins, "scalar memory form not modelled")
+    dst, base, offs = (ins.operands + (None,))[:3]
+    if not (isinstance(dst, Reg) and dst.file == "s" and dst.count == n):
+        raise ctx.err(ins, f"destination must be {n} SGPR(s)")
+    if not (isinstance(base, Reg) and base.file == "s" and base.count == 2):
+        raise ctx.err(ins, "base address must be an SGPR pair")
+    extra = _imm_mod(ins, "offset", ctx)
+    if isinstance(offs, Imm) and not isinstance(offs.value, float):
+        get_off = (lambda c=offs.value: np.full(st.W, c, np.int64))
+    elif isinstance(offs, Reg) and offs.file == "s" and offs.count == 1:
+        get_off = (lambda i=offs.index: st.s[i].astype(np.int64))
+    else:
+        raise ctx.err(ins, "offset operand not modelled")
+    d, b = dst.index, base.index
+
+    def run(sel: np.ndarray) -> None:
+        w = np.flatnonzero(sel)
+        addr = (st.read_s(b, 2)[w].astype(np.int64) + get_off()[w] + extra).astype(_U64)
+        o = st.heap.offsets(addr, 4 * n, lambda i: f"{ins.mnemonic} ({st.target}, line {ins.line}) wave {int(w[i])}")
+        vals = np.ascontiguousarray(st.heap.data[o[:, None] + np.arange(4 * n)]).view("<u4").reshape(w.size, n)
+        for k in range(n):
+            st.s[d + k][w] = vals[:, k]
+    return run
+
+
+def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    _check_mods(ins, ctx, ("offset", "offset0", "offset1", "gds"))
+    if ins.mod("gds") is not None:
+        raise ctx.err(ins, "GDS is not modelled")
+    ops = ins.operands
+    two = "_2addr_" in m
+    if m.startswith("ds_load_"):
+        size = m[len("ds_load_2addr_" if two else "ds_load_"):]
+        if size not in _LOAD:
+            raise ctx.err(ins, "LDS load size not modelled")
+        nbytes, how = _LOAD[size]
+        dst, vaddr = ops
+        per = max(1, nbytes // 4)
+        d = _vreg(dst, per * (2 if two else 1), ctx, ins)
+        write = False
+    elif m.startswith("ds_store_"):
+        size = m[len("ds_store_2addr_" if two else "ds_store_"):]
+        if size not in _STORE:
+            raise ctx.err(ins, "LDS store size not modelled")
+        nbytes, how = _STORE[size]
+        per = max(1, nbytes // 4)
+        if two:
+            vaddr, d0, d1 = ops
+            srcs = [_vreg(d0, per, ctx, ins), _vreg(d1, per, ctx, ins)]
+        else:
+            vaddr, d0 = ops
+            srcs = [_vreg(d0, per, ctx, ins)]
+        write = True
+    else:
+        raise ctx.err(ins, "LDS instruction not modelled")
+    if two and how != "dw":
+        raise ctx.err(ins, "2addr forms of sub-dword sizes are not modelled")
+    a = _vreg(vaddr, 1, ctx, ins)
+    if two:
+        offs = [_imm_mod(ins, "offset0", ctx) * nbytes, _imm_mod(ins, "offset1", ctx) * nbytes]
+    else:
+        offs = [_imm_mod(ins, "offset", ctx)]
+    lds = st.lds
+
+    def run(sel: np.ndarray) -> None:
+        w, ln, what = _lanes(st, sel, "", ins)
+        g = st.group[w]
+        base = st.v[a][w, ln].astype(np.int64)
+        for part, o in enumerate(offs):
+            addr = base + o
+            if addr.size and (addr.min() < 0 or addr.max() + nbytes > lds.size):
+                i = int(np.flatnonzero((addr < 0) | (addr + nbytes > lds.size))[0])
+                raise IsaError(f"{what(i)}: LDS bytes {int(addr[i])}..{int(addr[i]) + nbytes} outside the "
+                               f"{lds.size}-byte allocation")
+            cols = addr[:, None] + np.arange(nbytes)
+            gg = np.broadcast_to(g[:, None], cols.shape)
+            lds.track(ins, gg.ravel(), cols.ravel(), np.broadcast_to(st.slot[w][:, None], cols.shape).ravel(),
+                      np.broadcast_to(st.epoch[w][:, None], cols.shape).ravel(), write)
+            if write:
+                regs = [st.v[srcs[part] + k][w, ln] for k in range(per)]
+                lds.data[gg, cols] = _from_regs(regs, nbytes, how)
+            else:
+                data = lds.data[gg, cols]
+                first = d + part * per
+                for k, val in enumerate(_to_regs(data, nbytes, how, st.v[first][w, ln])):
+                    st.v[first + k][w, ln] = val
+    return run

@@ -1,0 +1,365 @@
+"""Vector ALU instructions (VOP1/VOP2/VOP3/VOPC/VOPD): integer, bit and f32/f16 arithmetic.
+
+Each row names its source kinds, its result kind and a numpy function over all selected waves'
+lanes at once. Semantics are the RDNA3/RDNA4/CDNA3 ISA guides' pseudo-code (``D.u = S0.u + S1.u``
+…); float arithmetic is IEEE-754 binary32 with round-to-nearest-even and denormals kept — the only
+mode :mod:`tilesim.isa.launch` accepts from the kernel descriptor. Transcendental approximations
+(``v_exp_f32``, ``v_rcp_f32``) are modelled as the correctly rounded function: the hardware is
+specified to 1 ULP, so results there may differ from silicon in the last bit.
+
+Anything outside the table — another mnemonic, a DPP/SDWA form, ``clamp``/``omod``/``op_sel`` —
+raises :class:`~tilesim.isa.asm.IsaError` when the kernel is prepared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tilesim.isa.asm import Imm, Instr, Reg
+from tilesim.isa.state import VCC, Ctx, Machine, imm_bits
+
+__all__ = ["compile_valu", "VALU_OPS", "fma_f32"]
+
+_U32, _U64 = np.uint32, np.uint64
+_KIND_DT = {"u32": np.uint32, "i32": np.int32, "f32": np.float32, "u64": np.uint64, "i64": np.int64,
+            "f64": np.float64, "u16": np.uint16, "f16": np.float16, "mask": None}
+_BITS = {"u32": "b32", "i32": "b32", "f32": "f32", "u64": "b64", "i64": "b64", "f64": "f64", "u16": "b16",
+         "f16": "f16"}
+_WIDE = ("u64", "i64", "f64")
+
+
+def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a*b + c`` rounded once to f32. The product of two f32 is exact in f64; the f64 sum is
+    rounded to odd (error-free two-sum decides the sticky bit), and round-to-odd to 53 bits followed
+    by round-to-nearest-even to 24 bits equals a single rounding."""
+    with np.errstate(all="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)
+        c64 = np.asarray(c, np.float64)
+        s = p + c64
+        bp = s - c64
+        err = (p - bp) + (c64 - (s - bp))
+        bits = s.view(np.int64) if isinstance(s, np.ndarray) else np.asarray(s).view(np.int64)
+        fix = np.isfinite(s) & (err != 0) & ((bits & 1) == 0)
+        toward = np.where(err > 0, np.inf, -np.inf)
+        s = np.where(fix, np.nextafter(s, toward), s)
+        return s.astype(np.float32)
+
+
+def _maxf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # IEEE maxNum (NaN loses); -0 < +0 as the AMD guides order them
+    with np.errstate(all="ignore"):
+        r = np.fmax(a, b)
+        eq = a == b
+        return np.where(eq, (a.view(_U32) & b.view(_U32)).view(np.float32), r)
+
+
+def _minf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        r = np.fmin(a, b)
+        return np.where(a == b, (a.view(_U32) | b.view(_U32)).view(np.float32), r)
+
+
+def _cvt_i32_f32(a: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        t = np.trunc(a.astype(np.float64))
+        t = np.where(np.isnan(t), 0, np.clip(t, -2.0**31, 2.0**31 - 1))
+        return t.astype(np.int64).astype(np.int32)
+
+
+def _cvt_u32_f32(a: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        t = np.trunc(a.astype(np.float64))
+        t = np.where(np.isnan(t), 0, np.clip(t, 0, 2.0**32 - 1))
+        return t.astype(np.uint64).astype(np.uint32)
+
+
+def _sh(x: np.ndarray, mask: int) -> np.ndarray:
+    return (np.asarray(x).astype(_U32) & _U32(mask))
+
+
+def _f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def run(*a: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*a), np.float32)
+    return run
+
+
+def _round_f64_to_f32(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, np.float64).astype(np.float32)
+
+
+# name: (source kinds, result kind, function). Operand order is the printed order.
+VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
+    "v_mov_b32": (("u32",), "u32", lambda a: a),
+    "v_mov_b64": (("u64",), "u64", lambda a: a),
+    "v_mov_b16": (("u16",), "u16", lambda a: a),
+    "v_add_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
+    "v_add_nc_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
+    "v_sub_u32": (("u32", "u32"), "u32", lambda a, b: a - b),
+    "v_sub_nc_u32": (("u32", "u32"), "u32", lambda a, b: a - b),
+    "v_subrev_u32": (("u32", "u32"), "u32", lambda a, b: b - a),
+    "v_subrev_nc_u32": (("u32", "u32"), "u32", lambda a, b: b - a),
+    "v_add3_u32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a + b + c),
+    "v_mul_lo_u32": (("u32", "u32"), "u32", lambda a, b: ((a.astype(_U64) * b.astype(_U64)) & _U64(0xFFFFFFFF))),
+    "v_mul_u32_u24": (("u32", "u32"), "u32",
+                      lambda a, b: ((a & _U32(0xFFFFFF)).astype(_U64) * (b & _U32(0xFFFFFF)).astype(_U64)) & _U64(0xFFFFFFFF)),
+    "v_and_b32": (("u32", "u32"), "u32", lambda a, b: a & b),
+    "v_or_b32": (("u32", "u32"), "u32", lambda a, b: a | b),
+    "v_xor_b32": (("u32", "u32"), "u32", lambda a, b: a ^ b),
+    "v_not_b32": (("u32",), "u32", lambda a: ~a),
+    "v_or3_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a | b | c),
+    "v_xor3_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a ^ b ^ c),
+    "v_and_or_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a & b) | c),
+    "v_lshlrev_b32": (("u32", "u32"), "u32", lambda a, b: b << _sh(a, 31)),
+    "v_lshrrev_b32": (("u32", "u32"), "u32", lambda a, b: b >> _sh(a, 31)),
+    "v_ashrrev_i32": (("u32", "i32"), "i32", lambda a, b: b >> _sh(a, 31).astype(np.int32)),
+    "v_lshl_add_u32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a << _sh(b, 31)) + c),
+    "v_add_lshl_u32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a + b) << _sh(c, 31)),
+    "v_lshl_or_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a << _sh(b, 31)) | c),
+    "v_bfe_u32": (("u32", "u32", "u32"), "u32",
+                  lambda a, b, c: ((a.astype(_U64) >> _sh(b, 31).astype(_U64))
+                                   & ((_U64(1) << _sh(c, 31).astype(_U64)) - _U64(1)))),
+    "v_bfi_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a & b) | (~a & c)),
+    "v_lshlrev_b64": (("u32", "u64"), "u64", lambda a, b: b << _sh(a, 63).astype(_U64)),
+    "v_lshrrev_b64": (("u32", "u64"), "u64", lambda a, b: b >> _sh(a, 63).astype(_U64)),
+    "v_add_f32": (("f32", "f32"), "f32", _f32(lambda a, b: a + b)),
+    "v_sub_f32": (("f32", "f32"), "f32", _f32(lambda a, b: a - b)),
+    "v_subrev_f32": (("f32", "f32"), "f32", _f32(lambda a, b: b - a)),
+    "v_mul_f32": (("f32", "f32"), "f32", _f32(lambda a, b: a * b)),
+    "v_fma_f32": (("f32", "f32", "f32"), "f32", fma_f32),
+    "v_max_f32": (("f32", "f32"), "f32", _maxf),
+    "v_min_f32": (("f32", "f32"), "f32", _minf),
+    "v_max_num_f32": (("f32", "f32"), "f32", _maxf),
+    "v_min_num_f32": (("f32", "f32"), "f32", _minf),
+    "v_max3_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _maxf(_maxf(a, b), c)),
+    "v_max3_num_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _maxf(_maxf(a, b), c)),
+    "v_min3_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _minf(_minf(a, b), c)),
+    "v_min3_num_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _minf(_minf(a, b), c)),
+    "v_rndne_f32": (("f32",), "f32", _f32(np.rint)),
+    "v_trunc_f32": (("f32",), "f32", _f32(np.trunc)),
+    "v_floor_f32": (("f32",), "f32", _f32(np.floor)),
+    "v_ceil_f32": (("f32",), "f32", _f32(np.ceil)),
+    "v_ldexp_f32": (("f32", "i32"), "f32", _f32(lambda a, b: np.ldexp(a, np.clip(b, -512, 512)))),
+    "v_exp_f32": (("f32",), "f32", lambda a: _round_f64_to_f32(np.exp2(a.astype(np.float64)))),
+    "v_rcp_f32": (("f32",), "f32", lambda a: _round_f64_to_f32(1.0 / a.astype(np.float64))),
+    "v_sqrt_f32": (("f32",), "f32", lambda a: _round_f64_to_f32(np.sqrt(a.astype(np.float64)))),
+    "v_cvt_f32_i32": (("i32",), "f32", lambda a: a.astype(np.float32)),
+    "v_cvt_f32_u32": (("u32",), "f32", lambda a: a.astype(np.float32)),
+    "v_cvt_i32_f32": (("f32",), "i32", _cvt_i32_f32),
+    "v_cvt_u32_f32": (("f32",), "u32", _cvt_u32_f32),
+    "v_cvt_f16_f32": (("f32",), "f16", lambda a: a.astype(np.float16)),
+    "v_cvt_f32_f16": (("f16",), "f32", lambda a: a.astype(np.float32)),
+}
+for _n, _f in {"eq": np.equal, "ne": np.not_equal, "lg": np.not_equal, "lt": np.less, "le": np.less_equal,
+               "gt": np.greater, "ge": np.greater_equal}.items():
+    for _t in ("i32", "u32", "i64", "u64"):
+        if _n != "lg":
+            VALU_OPS[f"v_cmp_{_n}_{_t}"] = ((_t, _t), "mask", _f)
+for _n, _f in {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+               "lg": lambda a, b: (a < b) | (a > b), "neq": lambda a, b: ~np.equal(a, b),
+               "nlt": lambda a, b: ~np.less(a, b), "nle": lambda a, b: ~np.less_equal(a, b),
+               "ngt": lambda a, b: ~np.greater(a, b), "nge": lambda a, b: ~np.greater_equal(a, b),
+               "nlg": lambda a, b: ~((a < b) | (a > b)), "o": lambda a, b: ~(np.isnan(a) | np.isnan(b)),
+               "u": lambda a, b: np.isnan(a) | np.isnan(b)}.items():
+    VALU_OPS[f"v_cmp_{_n}_f32"] = (("f32", "f32"), "mask", _f)
+
+_FLOAT_KINDS = ("f32", "f16", "f64")
+_HIGH_RULE = ("v_cvt_f16_f32",)
+
+
+def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
+    """A reader of one source operand: bits (uint32/uint64, broadcastable to [waves, lanes]) viewed
+    as ``kind``, with float neg/abs applied."""
+    dt = _KIND_DT[kind]
+    if isinstance(op, Imm):
+        bits = imm_bits(op, _BITS[kind], ctx, ins)
+        const = np.array(bits, {16: np.uint16, 32: np.uint32, 64: np.uint64}[np.dtype(dt).itemsize * 8]).view(dt)
+        return lambda: const
+    if not isinstance(op, Reg) or op.file == "off":
+        raise ctx.err(ins, f"operand {op!r} is not a vector ALU source")
+    if (op.neg or op.abs) and kind not in _FLOAT_KINDS:
+        raise ctx.err(ins, "neg/abs source modifiers on an integer operand are not modelled")
+    wide = kind in _WIDE
+    want = 2 if wide else 1
+    if op.count != want:
+        raise ctx.err(ins, f"source needs {want} register(s), got {op.count}")
+    if op.file == "s":
+        i = op.index
+        if op.half:
+            raise ctx.err(ins, "16-bit halves of scalar registers are not modelled")
+        get = (lambda: st.read_s(i, want)[:, None])
+    else:
+        b = st.vbase(op)
+        if op.half == "h":
+            get = (lambda: st.v[b] >> _U32(16))
+        else:
+            get = (lambda: st.read_v(b, want))
+    if kind in ("u16", "f16"):  # non-true16 forms read the low half
+        raw = get
+        get = (lambda: (raw() & _U32(0xFFFF)).astype(np.uint16))
+    sign = {"f32": _U32(0x80000000), "f64": _U64(1 << 63), "f16": np.uint16(0x8000)}.get(kind)
+    if op.abs or op.neg:
+        raw2 = get
+        clear = ~sign if op.abs else sign & 0
+        flip = sign if op.neg else sign & 0
+        get = (lambda: (raw2() & clear) ^ flip)
+    return lambda: get().view(dt)
+
+
+def _dest_writer(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[np.ndarray, np.ndarray], None]:
+    if not isinstance(op, Reg) or op.file not in ("v", "a") or op.neg or op.abs:
+        raise ctx.err(ins, f"destination {op!r} is not a vector register")
+    n = 2 if kind in _WIDE else 1
+    if op.count != n:
+        raise ctx.err(ins, f"destination needs {n} register(s), got {op.count}")
+    if kind not in ("u16", "f16") and op.half:
+        raise ctx.err(ins, "a 32-bit result written to a 16-bit half is not modelled")
+    b, half = st.vbase(op), op.half
+    if kind in ("u16", "f16") and not half:
+        # a non-true16 16-bit result: gfx9 zeroes the high half of V_CVT_F16_F32 and its kin, gfx10+
+        # preserve it (LLVM's GCNSubtarget::zeroesHigh16BitsOfDest, reviews D104575/D115729)
+        if ins.mnemonic.split("_e")[0] not in _HIGH_RULE:
+            raise ctx.err(ins, "what a non-true16 16-bit result does to the high half is not modelled for this op")
+        half = "l" if not ctx.target.startswith("gfx9") else ""
+        if not half:
+            return lambda val, act: st.write_v(b, 1, np.asarray(val).view(np.uint16).astype(_U32), act)
+    if kind in ("u16", "f16"):
+        return lambda val, act: st.write_v(b, 1, np.asarray(val).view(np.uint16).astype(_U32), act, half)
+    view = {1: _U32, 2: _U64}[n]
+    return lambda val, act: st.write_v(b, n, np.asarray(np.asarray(val).astype(_KIND_DT[kind]), _KIND_DT[kind])
+                                       .view(view), act)
+
+
+def _mask_dest(op: object, ctx: Ctx, ins: Instr, st: Machine) -> tuple[int, int]:
+    if not isinstance(op, Reg) or op.file != "s":
+        raise ctx.err(ins, f"a lane-mask destination must be scalar, got {op!r}")
+    if op.count * 32 != ctx.wave:
+        raise ctx.err(ins, f"a wave{ctx.wave} lane mask takes {ctx.wave // 32} SGPR(s), got {op.count}")
+    return op.index, op.count
+
+
+def _no_mods(ins: Instr, ctx: Ctx) -> None:
+    if ins.mods:
+        raise ctx.err(ins, f"modifier(s) {', '.join(k for k, _ in ins.mods)} not modelled")
+
+
+def _base_name(m: str, ctx: Ctx, ins: Instr) -> str:
+    if m.endswith(("_dpp", "_sdwa", "_dpp8")) or "_dpp" in m:
+        raise ctx.err(ins, "DPP/SDWA forms are not modelled")
+    for suf in ("_e32", "_e64", "_e64_dpp"):
+        if m.endswith(suf):
+            return m[: -len(suf)]
+    return m
+
+
+def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
+    """Compile one VALU instruction into ``run(act) -> commit``: ``run`` reads sources and computes,
+    ``commit()`` writes — separated so both halves of a VOPD pair read before either writes."""
+    _no_mods(ins, ctx)
+    m = _base_name(ins.mnemonic, ctx, ins)
+    if dual:
+        m = "v_" + m[len("v_dual_"):]
+        if m == "v_fmac_f32":
+            m = "v_fmac_f32"
+    ops = ins.operands
+    if m in ("v_fmac_f32",):
+        d, a, b = ops
+        fa, fb, fc = (_source(x, "f32", ctx, ins, st) for x in (a, b, d))
+        w = _dest_writer(d, "f32", ctx, ins, st)
+        return lambda act, sel: (lambda r: (lambda: w(r, act)))(fma_f32(fa(), fb(), fc()))
+    if m == "v_cndmask_b32":
+        if len(ops) == 3 and dual:
+            d, a, b = ops
+            mi, mc = VCC, ctx.wave // 32
+        elif len(ops) == 4:
+            d, a, b, msk = ops
+            mi, mc = _mask_dest(msk, ctx, ins, st)
+        else:
+            raise ctx.err(ins, "unexpected operand count")
+        fa, fb = (_source(x, "u32", ctx, ins, st) for x in (a, b))
+        w = _dest_writer(d, "u32", ctx, ins, st)
+        return lambda act, sel: (lambda r: (lambda: w(r, act)))(np.where(st.read_mask(mi, mc), fb(), fa()))
+    if m in ("v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_add_co_ci_u32", "v_addc_co_u32",
+             "v_sub_co_ci_u32", "v_subrev_co_ci_u32"):
+        return _carry(m, ins, ctx, st)
+    if m == "v_lshl_add_u64":
+        d, a, b, c = ops
+        fa, fc = _source(a, "u64", ctx, ins, st), _source(c, "u64", ctx, ins, st)
+        fb = _source(b, "u32", ctx, ins, st)
+        w = _dest_writer(d, "u64", ctx, ins, st)
+
+        def run_lshl(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+            sh = np.asarray(fb())
+            if np.any((sh > 4) & np.broadcast_to(act, np.broadcast(sh, act).shape)):
+                raise ctx.err(ins, "shift above 4 (the ISA allows 0-4)")
+            r = (fa() << (sh & _U32(7)).astype(_U64)) + fc()
+            return lambda: w(r, act)
+        return run_lshl
+    if m not in VALU_OPS:
+        raise ctx.err(ins, "instruction not modelled")
+    kinds, out, fn = VALU_OPS[m]
+    if out == "mask":
+        if len(ops) != len(kinds) + 1:
+            raise ctx.err(ins, f"expected {len(kinds) + 1} operands, got {len(ops)}")
+        mi, mc = _mask_dest(ops[0], ctx, ins, st)
+        srcs = [_source(x, k, ctx, ins, st) for x, k in zip(ops[1:], kinds)]
+
+        def run_cmp(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+            with np.errstate(all="ignore"):
+                r = np.broadcast_to(fn(*(f() for f in srcs)), act.shape) & act  # inactive lanes write 0
+            return lambda: st.write_mask(mi, mc, r, sel)
+        return run_cmp
+    if len(ops) != len(kinds) + 1:
+        raise ctx.err(ins, f"expected {len(kinds) + 1} operands, got {len(ops)}")
+    srcs = [_source(x, k, ctx, ins, st) for x, k in zip(ops[1:], kinds)]
+    w = _dest_writer(ops[0], out, ctx, ins, st)
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        r = fn(*(f() for f in srcs))
+        return lambda: w(r, act)
+    return run
+
+
+def _carry(m: str, ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
+    ops = ins.operands
+    with_ci = "_ci_" in m or m.startswith("v_addc")
+    if len(ops) != (5 if with_ci else 4):
+        raise ctx.err(ins, f"expected {'5' if with_ci else '4'} operands, got {len(ops)}")
+    d, cd, a, b = ops[:4]
+    ci = _mask_dest(ops[4], ctx, ins, st) if with_ci else None
+    co = _mask_dest(cd, ctx, ins, st)
+    fa, fb = _source(a, "u32", ctx, ins, st), _source(b, "u32", ctx, ins, st)
+    w = _dest_writer(d, "u32", ctx, ins, st)
+    sub = "sub" in m
+    rev = "subrev" in m
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        x, y = fa().astype(np.int64), fb().astype(np.int64)
+        if rev:
+            x, y = y, x
+        c = st.read_mask(*ci).astype(np.int64) if ci else 0
+        full = (x - y - c) if sub else (x + y + c)
+        res = (full & 0xFFFFFFFF).astype(_U32)
+        carry = np.broadcast_to((full < 0) if sub else (full > 0xFFFFFFFF), act.shape) & act
+        return lambda: (w(res, act), st.write_mask(co[0], co[1], carry, sel))
+    return run
+
+
+def compile_valu(ins: Instr | tuple[Instr, Instr], ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    """``run(sel)`` for a VALU instruction or a VOPD pair."""
+    if isinstance(ins, tuple):
+        x, y = (compile_part(p, ctx, st, dual=True) for p in ins)
+
+        def run_dual(sel: np.ndarray) -> None:
+            act = st.active(sel)
+            cx, cy = x(act, sel), y(act, sel)
+            cx()
+            cy()
+        return run_dual
+    f = compile_part(ins, ctx, st)
+
+    def run_one(sel: np.ndarray) -> None:
+        f(st.active(sel), sel)()
+    return run_one
