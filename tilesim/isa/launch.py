@@ -31,7 +31,7 @@ from tilesim.isa.state import EXEC, Ctx, Machine
 from tilesim.isa.valu import compile_valu
 from tilesim.targets import get_target
 
-__all__ = ["run_kernel", "Launch", "SUPPORTED_FAMILIES", "prepare"]
+__all__ = ["run_kernel", "execute", "Launch", "SUPPORTED_FAMILIES", "prepare"]
 
 # target family -> (wave sizes, architected workgroup-id SGPRs in TTMP7/TTMP9)
 SUPPORTED_FAMILIES = {"rdna3": ((32,), False), "rdna4": ((32,), True), "cdna3": ((64,), False),
@@ -178,9 +178,13 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
     st.s[EXEC] = (bits & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     if wave == 64:
         st.s[EXEC + 1] = (bits >> np.uint64(32)).astype(np.uint32)
-    prog = prepare(k, st)
-    _execute(prog, st, groups, max_steps)
+    execute(k, st, groups, max_steps)
     return st, st.lds.races, st.notes
+
+
+def execute(k: Kernel, st: Machine, groups: int = 1, max_steps: int = 5_000_000) -> None:
+    """Compile ``k`` (fail closed) and run it on machine ``st`` until every wave ends."""
+    _execute(prepare(k, st), st, groups, max_steps)
 
 
 def _execute(prog: list, st: Machine, groups: int, max_steps: int) -> None:

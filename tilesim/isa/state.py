@@ -80,6 +80,15 @@ class Machine:
         self.scc = np.zeros(waves, bool)
         self.lanes = np.arange(wave, dtype=_U64)
         self.executed = 0  # wave-instructions
+        # set by the launch: memory (tilesim.isa.memory.Heap/Lds), scratch bytes, each wave's workgroup,
+        # slot within it and barrier epoch, and notes (replicas that disagree …)
+        self.heap: object = None
+        self.lds: object = None
+        self.scratch: np.ndarray | None = None
+        self.group = np.zeros(waves, np.int64)
+        self.slot = np.arange(waves)
+        self.epoch = np.zeros(waves, np.int32)
+        self.notes: list[str] = []
 
     # ------------------------------------------------------------------ lane masks
     def mask_of(self, bits: np.ndarray) -> np.ndarray:

@@ -202,8 +202,9 @@ def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callabl
     sign = {"f32": _U32(0x80000000), "f64": _U64(1 << 63), "f16": np.uint16(0x8000)}.get(kind)
     if op.abs or op.neg:
         raw2 = get
-        clear = ~sign if op.abs else sign & 0
-        flip = sign if op.neg else sign & 0
+        none = sign & 0
+        clear = ~sign if op.abs else ~none
+        flip = sign if op.neg else none
         get = (lambda: (raw2() & clear) ^ flip)
     return lambda: get().view(dt)
 
@@ -257,8 +258,8 @@ def _base_name(m: str, ctx: Ctx, ins: Instr) -> str:
 def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
     """Compile one VALU instruction into ``run(act) -> commit``: ``run`` reads sources and computes,
     ``commit()`` writes — separated so both halves of a VOPD pair read before either writes."""
-    _no_mods(ins, ctx)
     m = _base_name(ins.mnemonic, ctx, ins)
+    _no_mods(ins, ctx)
     if dual:
         m = "v_" + m[len("v_dual_"):]
         if m == "v_fmac_f32":
@@ -317,7 +318,8 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> Calla
     w = _dest_writer(ops[0], out, ctx, ins, st)
 
     def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
-        r = fn(*(f() for f in srcs))
+        with np.errstate(all="ignore"):  # overflow to inf, NaN: IEEE results, not errors
+            r = np.array(fn(*(f() for f in srcs)))  # a copy: a VOPD partner may overwrite a source view
         return lambda: w(r, act)
     return run
 
