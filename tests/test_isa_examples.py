@@ -64,3 +64,19 @@ def test_unsigned_int8_variant_matches_too() -> None:
     for prog in mod.programs(signed=False):
         arrays = mod.inputs(prog)  # NEG=0: the WMMA reads the int8 bytes as unsigned; both must say so
         np.testing.assert_array_equal(emulate_program(prog, arrays)["C"], ts.simulate(prog, **arrays)["C"])
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("index", [0, 1], ids=["gfx1201", "gfx942"])
+def test_softmax_emulates_within_a_few_ulp(index: int) -> None:
+    """Softmax's compiled ``expf`` is range reduction + ``v_exp_f32`` + ``v_ldexp_f32`` and its
+    division is the ``v_div_scale/fmas/fixup`` expansion; the simulator rounds float64 ``exp`` once.
+    The two legitimately differ in the last bits, so the check is a few f32 ulps, not bit-exact."""
+    mod = importlib.import_module("examples.softmax")
+    prog = mod.programs()[index]
+    assert ts.get_target(prog.target).vendor == "amd"
+    arrays = mod.inputs(prog)
+    want = np.asarray(ts.simulate(prog, **arrays)["Y"], np.float64)
+    got = np.asarray(emulate_program(prog, arrays)["Y"], np.float64)
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert np.all(np.abs(got - want) <= 4 * ulp), float(np.max(np.abs(got - want) / ulp))

@@ -40,6 +40,7 @@ class Reg:
     half: str = ""
     neg: bool = False
     abs: bool = False
+    sext: bool = False  # SDWA sext(): sign-extend the selected field
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,18 @@ class Label:
     name: str
 
 
-Operand = Reg | Imm | Label
+@dataclass(frozen=True)
+class Sym:
+    """A PC-relative relocation, ``NAME@rel32@lo+12``: half ``part`` of the symbol's address minus
+    the PC that the paired ``s_getpc_b64`` returned (the printed addend compensates for encoding
+    offsets, which the emulator's own PC model does not need)."""
+
+    name: str
+    part: str  # "lo" | "hi"
+    addend: int
+
+
+Operand = Reg | Imm | Label | Sym
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,7 @@ class Kernel:
     instrs: tuple[Instr | tuple[Instr, Instr], ...]  # a pair is a VOPD dual issue
     labels: tuple[tuple[str, int], ...]
     descriptor: tuple[tuple[str, int], ...]
+    data: tuple[tuple[str, bytes], ...] = ()  # constant objects the code refers to (.rodata tables)
 
     def desc(self, key: str, default: int | None = None) -> int | None:
         return dict(self.descriptor).get(key, default)
@@ -92,6 +105,7 @@ class Kernel:
 _SPECIAL = {"vcc": (106, 2), "vcc_lo": (106, 1), "vcc_hi": (107, 1), "m0": (124, 1), "null": (125, 1),
             "exec": (126, 2), "exec_lo": (126, 1), "exec_hi": (127, 1)}
 _REG = re.compile(r"^(s|v|a|ttmp)(?:(\d+)|\[(\d+):(\d+)\])(?:\.([lh]))?$")
+_SYM = re.compile(r"^([.\w$]+)@rel32@(lo|hi)([+-]\d+)?$")
 _INT = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
 _FLOAT = re.compile(r"^-?\d+\.\d*(?:e[-+]?\d+)?$")
 # instructions whose operands are timing/scheduling text, not registers
@@ -118,8 +132,10 @@ def _split_top(s: str) -> list[str]:
 
 
 def _operand(tok: str, where: str) -> Operand:
-    neg = absm = False
+    neg = absm = sext = False
     t = tok
+    if t.startswith("sext(") and t.endswith(")"):
+        sext, t = True, t[5:-1]
     if t.startswith("neg(") and t.endswith(")"):
         neg, t = True, t[4:-1]
     if t.startswith("abs(") and t.endswith(")"):
@@ -140,7 +156,12 @@ def _operand(tok: str, where: str) -> Operand:
         n = 1 if one is not None else int(hi) - lo_i + 1
         if f == "ttmp":
             return Reg("s", 108 + lo_i, n, half or "", neg, absm)
-        return Reg(f, lo_i, n, half or "", neg, absm)
+        return Reg(f, lo_i, n, half or "", neg, absm, sext)
+    if sext:
+        raise IsaError(f"{where}: sext() on {t!r} is not modelled")
+    m = _SYM.match(t)
+    if m:
+        return Sym(m.group(1), m.group(2), int(m.group(3) or 0))
     if _INT.match(t):
         v = int(t, 0)
         return Imm(tok, v, neg, absm)
@@ -238,4 +259,37 @@ def parse(asm: str, kernel: str | None = None) -> Kernel:
                 if isinstance(op, Label) and op.name not in labels:
                     raise IsaError(f"{part.mnemonic} ({target}, line {part.line}): branch target {op.name} "
                                    "is not a label of this kernel")
-    return Kernel(kernel, target, tuple(instrs), tuple(labels.items()), tuple(sorted(desc.items())))
+    syms = {op.name for ins in instrs for part in (ins if isinstance(ins, tuple) else (ins,))
+            for op in part.operands if isinstance(op, Sym)}
+    return Kernel(kernel, target, tuple(instrs), tuple(labels.items()), tuple(sorted(desc.items())),
+                  tuple((n, _data_object(lines, n, target)) for n in sorted(syms)))
+
+
+_DATA = {".byte": 1, ".short": 2, ".value": 2, ".2byte": 2, ".long": 4, ".4byte": 4, ".quad": 8, ".8byte": 8}
+
+
+def _data_object(lines: list[str], name: str, target: str) -> bytes:
+    """The bytes of data object ``name`` (``.byte/.short/.long/.quad/.zero`` lines after its label)."""
+    start = next((i for i, ln in enumerate(lines) if ln.split(";", 1)[0].strip() == f"{name}:"), None)
+    if start is None:
+        raise IsaError(f"symbol {name} ({target}) has no data in the assembly")
+    out = bytearray()
+    for i in range(start + 1, len(lines)):
+        s = lines[i].split(";", 1)[0].strip()
+        if not s:
+            continue
+        d, _, arg = s.partition("\t") if "\t" in s else s.partition(" ")
+        d, arg = d.strip(), arg.strip()
+        if d in _DATA:
+            for v in arg.split(","):
+                out += (int(v.strip(), 0) & ((1 << (8 * _DATA[d])) - 1)).to_bytes(_DATA[d], "little")
+        elif d == ".zero":
+            n, _, fill = arg.partition(",")
+            out += bytes([int(fill or "0", 0) & 0xFF]) * int(n, 0)
+        elif d in (".size", ".section", ".text", ".type") or s.endswith(":"):
+            break
+        elif d.startswith((".p2align", ".align")):
+            continue
+        else:
+            raise IsaError(f"data directive {d!r} of {name} ({target}, line {i + 1}) is not modelled")
+    return bytes(out)

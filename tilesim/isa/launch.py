@@ -74,9 +74,10 @@ def _check_descriptor(k: Kernel, wave: int) -> None:
 
 def prepare(k: Kernel, st: Machine) -> list[tuple[str, object, Instr]]:
     """Compile every instruction (fail closed before anything runs)."""
-    ctx = Ctx(k.target, st.L, dict(k.labels))
+    ctx = Ctx(k.target, st.L, dict(k.labels), 0, k.instrs)
     prog: list[tuple[str, object, Instr]] = []
-    for ins in k.instrs:
+    for n, ins in enumerate(k.instrs):
+        ctx.index = n
         if isinstance(ins, tuple):
             if not all(p.mnemonic.startswith("v_dual_") for p in ins):
                 raise ctx.err(ins[0], "'::' joins only v_dual_* halves")
@@ -150,6 +151,7 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
     st = Machine(target=k.target, wave=wave, waves=W, vgprs=max(vgprs, 256) if agprs else vgprs, agprs=agprs)
     st.heap = heap
     st.notes = []
+    st.symbols = {name: heap.add(name, data) for name, data in k.data}
     g = np.repeat(np.arange(groups), per_wg)
     slot = np.tile(np.arange(per_wg), groups)
     st.group, st.slot, st.epoch = g, slot, np.zeros(W, np.int32)

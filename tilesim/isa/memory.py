@@ -105,7 +105,8 @@ class Lds:
             kinds = np.where(raw, 2, np.where(war, 1, -1))
         if bad.any() and len(self.races) < 64:
             i = int(np.flatnonzero(bad)[0])
-            other = int(wr[i]) if kinds[i] != 1 else int(np.log2(float(others[i] & -others[i])))
+            bitsv = int(others[i]) if kinds[i] == 1 else 0
+            other = int(wr[i]) if kinds[i] != 1 else (bitsv & -bitsv).bit_length() - 1
             self.races.append(Race(("read after write", "write after read", "write after write")[int(kinds[i])]
                                    if write else "read after write", ins.line, ins.text, int(g[i]), int(slot[i]), other,
                                    int(addr[i])))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tilesim.isa.asm import Imm, Instr, Label, Reg
+from tilesim.isa.asm import Imm, Instr, Label, Reg, Sym
 from tilesim.isa.state import EXEC, Ctx, Machine, imm_bits
 
 __all__ = ["compile_salu", "TIMING", "SALU_NAMES"]
@@ -41,8 +41,60 @@ _SAVEEXEC = {"and": lambda s, e: s & e, "or": lambda s, e: s | e, "xor": lambda 
              "orn1": lambda s, e: ~s | e, "or_not0": lambda s, e: ~s | e}
 
 
+CODE_BASE = 0x10000  # where the emulator places instruction n: CODE_BASE + 4 * n (a model, not the encoding)
+
+
+def getpc_value(index: int) -> int:
+    """What ``s_getpc_b64`` at program position ``index`` returns: the next instruction's address."""
+    return CODE_BASE + 4 * (index + 1)
+
+
+_INLINE_F = {0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0}
+
+
+def _salu_bytes(ins: Instr, ctx: Ctx) -> int:
+    """Encoded size of a scalar instruction: 4 bytes, plus a 32-bit literal where an operand is not
+    an inline constant (SOPK/SOPP immediates are inline)."""
+    if not ins.mnemonic.startswith("s_"):
+        raise ctx.err(ins, "a non-scalar instruction between s_getpc_b64 and its relocation is not modelled")
+    if ins.mnemonic.startswith(("s_movk", "s_cmpk", "s_addk", "s_mulk", "s_cmovk", "s_wait", "s_delay", "s_nop")):
+        return 4
+    lit = any(isinstance(o, Sym) or (isinstance(o, Imm) and (
+        (isinstance(o.value, int) and not -16 <= o.value <= 64) or
+        (isinstance(o.value, float) and o.value not in _INLINE_F))) for o in ins.operands)
+    return 8 if lit else 4
+
+
+def _reloc(op: Sym, ctx: Ctx, ins: Instr, st: Machine) -> int:
+    """``SYM@rel32@lo/hi`` = SYM + addend - P, with P the address of this instruction's literal —
+    computed from the encoded sizes of the scalar instructions since the paired ``s_getpc_b64`` (the
+    nearest one before that wrote the register pair this instruction adds to), whose result is the
+    address after it. The addend may carry an offset into the object beyond the encoding distance."""
+    dst = ins.operands[0]
+    want = dst.index - (1 if op.part == "hi" else 0) if isinstance(dst, Reg) else -1
+    for back in range(1, 9):
+        j = ctx.index - back
+        if j < 0:
+            break
+        prev = ctx.program[j]
+        if isinstance(prev, Instr) and prev.mnemonic == "s_getpc_b64":
+            r = prev.operands[0]
+            if isinstance(r, Reg) and r.index == want and r.count == 2:
+                if op.name not in st.symbols:
+                    raise ctx.err(ins, f"symbol {op.name} is not a data object of the kernel")
+                between = sum(_salu_bytes(ctx.program[i], ctx) for i in range(j + 1, ctx.index))
+                lit_at = getpc_value(j) + between + 4
+                value = (st.symbols[op.name] + op.addend - lit_at) & ((1 << 64) - 1)
+                return value & M32 if op.part == "lo" else value >> 32
+            break
+    raise ctx.err(ins, f"{op.name}@rel32@{op.part} without a paired s_getpc_b64 of the same registers")
+
+
 def _ssrc(op: object, bits: int, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
     """A scalar source as int64/uint64 values per wave (``bits`` 32 or 64)."""
+    if isinstance(op, Sym):
+        const_r = np.full(st.W, _reloc(op, ctx, ins, st), _U64)
+        return lambda: const_r
     if isinstance(op, Imm):
         v = imm_bits(op, "b64" if bits == 64 else "b32", ctx, ins)
         const = np.full(st.W, v, _U64)
@@ -109,6 +161,13 @@ def compile_salu(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], No
 
     if m in ("s_mov_b32", "s_mov_b64"):
         return unary(lambda a: a, None)
+    if m == "s_getpc_b64":
+        di, dn = _sdst(ops[0], 64, ctx, ins)
+        pcv = np.full(st.W, getpc_value(ctx.index), _U64)
+        return lambda sel: st.write_s(di, dn, pcv, sel)
+    if m in ("s_sext_i32_i16", "s_sext_i32_i8"):
+        w = 16 if m.endswith("16") else 8
+        return unary(lambda a: (((a & _U64((1 << w) - 1)) ^ _U64(1 << (w - 1))) - _U64(1 << (w - 1))), None)
     if m == "s_movk_i32":
         if not isinstance(ops[1], Imm) or isinstance(ops[1].value, float):
             raise ctx.err(ins, "s_movk_i32 takes a 16-bit immediate")

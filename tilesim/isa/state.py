@@ -33,6 +33,8 @@ class Ctx:
     target: str
     wave: int
     labels: dict[str, int] = field(default_factory=dict)
+    index: int = 0  # the instruction being compiled (its position in the program)
+    program: tuple = ()
 
     def err(self, ins: Instr, msg: str) -> IsaError:
         return IsaError(f"{where(ins, self.target)}: {msg} — `{ins.text}`")
@@ -89,6 +91,7 @@ class Machine:
         self.slot = np.arange(waves)
         self.epoch = np.zeros(waves, np.int32)
         self.notes: list[str] = []
+        self.symbols: dict[str, int] = {}  # data object -> emulated address
 
     # ------------------------------------------------------------------ lane masks
     def mask_of(self, bits: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tilesim.isa.asm import Imm, Instr, Reg
-from tilesim.isa.state import VCC, Ctx, Machine, imm_bits
+from tilesim.isa.state import EXEC, VCC, Ctx, Machine, imm_bits
 
 __all__ = ["compile_valu", "VALU_OPS", "fma_f32"]
 
@@ -75,6 +75,13 @@ def _cvt_u32_f32(a: np.ndarray) -> np.ndarray:
         return t.astype(np.uint64).astype(np.uint32)
 
 
+def _bfe_signed(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    off, width = _sh(b, 31).astype(np.int64), _sh(c, 31).astype(np.int64)
+    field = (a.astype(np.int64) >> off) & ((np.int64(1) << width) - 1)
+    top = np.int64(1) << np.maximum(width - 1, 0)
+    return np.where(width == 0, 0, (field ^ top) - top).astype(np.int32)
+
+
 def _sh(x: np.ndarray, mask: int) -> np.ndarray:
     return (np.asarray(x).astype(_U32) & _U32(mask))
 
@@ -95,6 +102,13 @@ VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
     "v_mov_b32": (("u32",), "u32", lambda a: a),
     "v_mov_b64": (("u64",), "u64", lambda a: a),
     "v_mov_b16": (("u16",), "u16", lambda a: a),
+    "v_lshlrev_b16": (("u16", "u16"), "u16", lambda a, b: b << (a & np.uint16(15))),
+    "v_lshrrev_b16": (("u16", "u16"), "u16", lambda a, b: b >> (a & np.uint16(15))),
+    "v_add_u16": (("u16", "u16"), "u16", lambda a, b: a + b),
+    "v_sub_u16": (("u16", "u16"), "u16", lambda a, b: a - b),
+    "v_and_b16": (("u16", "u16"), "u16", lambda a, b: a & b),
+    "v_or_b16": (("u16", "u16"), "u16", lambda a, b: a | b),
+    "v_xor_b16": (("u16", "u16"), "u16", lambda a, b: a ^ b),
     "v_add_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
     "v_add_nc_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
     "v_sub_u32": (("u32", "u32"), "u32", lambda a, b: a - b),
@@ -121,6 +135,18 @@ VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
     "v_bfe_u32": (("u32", "u32", "u32"), "u32",
                   lambda a, b, c: ((a.astype(_U64) >> _sh(b, 31).astype(_U64))
                                    & ((_U64(1) << _sh(c, 31).astype(_U64)) - _U64(1)))),
+    "v_bfe_i32": (("u32", "u32", "u32"), "i32", lambda a, b, c: _bfe_signed(a, b, c)),
+    "v_min_u32": (("u32", "u32"), "u32", np.minimum),
+    "v_max_u32": (("u32", "u32"), "u32", np.maximum),
+    "v_min_i32": (("i32", "i32"), "i32", np.minimum),
+    "v_max_i32": (("i32", "i32"), "i32", np.maximum),
+    "v_mul_hi_u32": (("u32", "u32"), "u32", lambda a, b: (a.astype(_U64) * b.astype(_U64)) >> _U64(32)),
+    "v_mad_u32_u24": (("u32", "u32", "u32"), "u32",
+                      lambda a, b, c: ((a & _U32(0xFFFFFF)).astype(_U64) * (b & _U32(0xFFFFFF)).astype(_U64)
+                                       + c.astype(_U64)) & _U64(0xFFFFFFFF)),
+    "v_alignbit_b32": (("u32", "u32", "u32"), "u32",
+                       lambda a, b, c: ((a.astype(_U64) << _U64(32) | b.astype(_U64)) >> _sh(c, 31).astype(_U64))
+                       & _U64(0xFFFFFFFF)),
     "v_bfi_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a & b) | (~a & c)),
     "v_lshlrev_b64": (("u32", "u64"), "u64", lambda a, b: b << _sh(a, 63).astype(_U64)),
     "v_lshrrev_b64": (("u32", "u64"), "u64", lambda a, b: b >> _sh(a, 63).astype(_U64)),
@@ -166,7 +192,7 @@ for _n, _f in {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.grea
     VALU_OPS[f"v_cmp_{_n}_f32"] = (("f32", "f32"), "mask", _f)
 
 _FLOAT_KINDS = ("f32", "f16", "f64")
-_HIGH_RULE = ("v_cvt_f16_f32",)
+_HIGH_RULE = ("v_cvt_f16_f32",)  # non-true16 16-bit results whose high-half rule is known
 
 
 def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
@@ -247,8 +273,10 @@ def _no_mods(ins: Instr, ctx: Ctx) -> None:
 
 
 def _base_name(m: str, ctx: Ctx, ins: Instr) -> str:
-    if m.endswith(("_dpp", "_sdwa", "_dpp8")) or "_dpp" in m:
-        raise ctx.err(ins, "DPP/SDWA forms are not modelled")
+    if m.endswith(("_dpp", "_dpp8")) or "_dpp" in m:
+        raise ctx.err(ins, "DPP forms are not modelled")
+    if m.endswith("_sdwa"):
+        raise ctx.err(ins, "this SDWA form is not modelled")
     for suf in ("_e32", "_e64", "_e64_dpp"):
         if m.endswith(suf):
             return m[: -len(suf)]
@@ -258,6 +286,8 @@ def _base_name(m: str, ctx: Ctx, ins: Instr) -> str:
 def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
     """Compile one VALU instruction into ``run(act) -> commit``: ``run`` reads sources and computes,
     ``commit()`` writes — separated so both halves of a VOPD pair read before either writes."""
+    if ins.mnemonic.endswith("_sdwa"):
+        return _sdwa(ins, ctx, st)
     m = _base_name(ins.mnemonic, ctx, ins)
     _no_mods(ins, ctx)
     if dual:
@@ -298,9 +328,30 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> Calla
             r = (fa() << (sh & _U32(7)).astype(_U64)) + fc()
             return lambda: w(r, act)
         return run_lshl
+    if m in ("v_div_scale_f32", "v_div_fmas_f32", "v_div_fixup_f32"):
+        return _division(m, ins, ctx, st)
+    cmpx = m.startswith("v_cmpx_")
+    if cmpx:
+        m = "v_cmp_" + m[len("v_cmpx_"):]
     if m not in VALU_OPS:
         raise ctx.err(ins, "instruction not modelled")
     kinds, out, fn = VALU_OPS[m]
+    if cmpx:  # EXEC = compare result on the active lanes (gfx9 also writes the SGPR mask it names)
+        if VALU_OPS[m][1] != "mask" or len(ops) not in (len(kinds), len(kinds) + 1):
+            raise ctx.err(ins, "unexpected operands")
+        extra = _mask_dest(ops[0], ctx, ins, st) if len(ops) == len(kinds) + 1 else None
+        xsrcs = [_source(x, k, ctx, ins, st) for x, k in zip(ops[len(ops) - len(kinds):], kinds)]
+
+        def run_cmpx(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+            with np.errstate(all="ignore"):
+                r = np.broadcast_to(fn(*(f() for f in xsrcs)), act.shape) & act
+
+            def commit() -> None:
+                if extra is not None:
+                    st.write_mask(extra[0], extra[1], r, sel)
+                st.write_mask(EXEC, ctx.wave // 32, r, sel)
+            return commit
+        return run_cmpx
     if out == "mask":
         if len(ops) != len(kinds) + 1:
             raise ctx.err(ins, f"expected {len(kinds) + 1} operands, got {len(ops)}")
@@ -365,3 +416,104 @@ def compile_valu(ins: Instr | tuple[Instr, Instr], ctx: Ctx, st: Machine) -> Cal
     def run_one(sel: np.ndarray) -> None:
         f(st.active(sel), sel)()
     return run_one
+
+
+def _exp_field(x: np.ndarray) -> np.ndarray:
+    return ((x.view(_U32) >> _U32(23)) & _U32(0xFF)).astype(np.int64)
+
+
+def _division(m: str, ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
+    """The f32 division expansion (``v_div_scale``, ``v_div_fmas``, ``v_div_fixup``), modelled on its
+    ordinary path only: finite, normal, non-zero operands whose quotient and reciprocal are normal
+    and far from overflow — where the ISA guides' pseudo-code scales nothing (VCC = 0, D = S0) and
+    fixup only applies the quotient's sign. Every other lane raises (the scaling branches are not
+    modelled), so a result is never a guess."""
+    ops = ins.operands
+
+    def ordinary(act: np.ndarray, *xs: np.ndarray) -> None:
+        ok = np.ones(act.shape, bool)
+        for x in xs:
+            e = _exp_field(np.broadcast_to(x, act.shape))
+            ok &= (e > 23) & (e < 253)  # normal, far from both ends of the range
+        if len(xs) == 2:
+            num, den = (np.broadcast_to(x, act.shape) for x in xs)
+            d = _exp_field(num) - _exp_field(den)
+            ok &= (d < 96) & (d > -100)
+        if np.any(act & ~ok):
+            w, ln = np.argwhere(act & ~ok)[0]
+            raise ctx.err(ins, f"wave {w} lane {ln}: operands outside the ordinary range (zero, denormal, "
+                               "non-finite or extreme exponents): the scaling branches are not modelled")
+
+    if m == "v_div_scale_f32":
+        if len(ops) != 5:
+            raise ctx.err(ins, "expected D, VCC/SDST, S0, S1, S2")
+        mi, mc = _mask_dest(ops[1], ctx, ins, st)
+        f0, f1, f2 = (_source(x, "f32", ctx, ins, st) for x in ops[2:])
+        w = _dest_writer(ops[0], "f32", ctx, ins, st)
+
+        def run_scale(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+            s0, s1, s2 = np.array(f0()), f1(), f2()
+            ordinary(act, s2, s1)
+            return lambda: (w(s0, act), st.write_mask(mi, mc, np.zeros(act.shape, bool), sel))
+        return run_scale
+    if len(ops) != 4:
+        raise ctx.err(ins, "expected D, S0, S1, S2")
+    f0, f1, f2 = (_source(x, "f32", ctx, ins, st) for x in ops[1:])
+    w = _dest_writer(ops[0], "f32", ctx, ins, st)
+    if m == "v_div_fmas_f32":
+        def run_fmas(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+            if np.any(st.read_mask(VCC, ctx.wave // 32) & act):
+                raise ctx.err(ins, "VCC set (the 2**32 rescaling branch) is not modelled")
+            r = fma_f32(f0(), f1(), f2())
+            return lambda: w(r, act)
+        return run_fmas
+
+    def run_fixup(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        q, den, num = np.array(f0()), f1(), f2()
+        ordinary(act, num, den)
+        neg = np.signbit(den) ^ np.signbit(num)
+        r = np.where(neg, -np.abs(q), np.abs(q)).astype(np.float32)
+        return lambda: w(r, act)
+    return run_fixup
+
+
+_SDWA_SEL = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8), "WORD_0": (0, 16),
+             "WORD_1": (16, 16), "DWORD": (0, 32)}
+
+
+def _sdwa(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
+    """GFX9 SDWA on 32-bit integer VOP2 ops: each source is a selected byte/word (zero- or, with
+    ``sext()``, sign-extended); only a whole-dword result (``dst_sel:DWORD dst_unused:UNUSED_PAD``)
+    is modelled."""
+    m = ins.mnemonic[: -len("_sdwa")]
+    mods = dict(ins.mods)
+    allowed = {"dst_sel", "dst_unused", "src0_sel", "src1_sel"}
+    if set(mods) - allowed or mods.get("dst_sel", "DWORD") != "DWORD" or \
+            mods.get("dst_unused", "UNUSED_PAD") != "UNUSED_PAD":
+        raise ctx.err(ins, "SDWA destination selects and other SDWA modifiers are not modelled")
+    if m not in VALU_OPS or VALU_OPS[m][0] not in (("u32", "u32"), ("u32",)) or VALU_OPS[m][1] != "u32":
+        raise ctx.err(ins, "SDWA is modelled for 32-bit integer ops only")
+    kinds, _, fn = VALU_OPS[m]
+    ops = ins.operands
+    srcs = []
+    for i, (x, k) in enumerate(zip(ops[1:], kinds)):
+        sel = mods.get(f"src{i}_sel", "DWORD")
+        if sel not in _SDWA_SEL:
+            raise ctx.err(ins, f"src{i}_sel:{sel} not understood")
+        lo, width = _SDWA_SEL[sel]
+        plain = Reg(x.file, x.index, x.count) if isinstance(x, Reg) else x
+        get = _source(plain, "u32", ctx, ins, st)
+        signed = isinstance(x, Reg) and x.sext
+
+        def pick(get=get, lo=lo, width=width, signed=signed) -> np.ndarray:
+            v = (np.asarray(get()).astype(np.int64) >> lo) & ((1 << width) - 1)
+            if signed and width < 32:
+                v = (v ^ (1 << (width - 1))) - (1 << (width - 1))
+            return (v & 0xFFFFFFFF).astype(_U32)
+        srcs.append(pick)
+    w = _dest_writer(ops[0], "u32", ctx, ins, st)
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        r = np.array(fn(*(f() for f in srcs)))
+        return lambda: w(r, act)
+    return run
