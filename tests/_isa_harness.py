@@ -25,7 +25,7 @@ def run(target: str, body: str, v: dict[int, np.ndarray] | None = None, s: dict[
     """Registers after running ``body`` (v: VGPR -> per-lane uint32 values; s: SGPR -> value)."""
     k = parse(kernel_text(target, body, lds))
     L = WAVE[target]
-    st = Machine(target=target, wave=L, waves=waves, vgprs=64)
+    st = Machine(target=target, wave=L, waves=waves, vgprs=256)
     st.heap = heap or Heap()
     st.lds = Lds(1, lds)
     st.group = np.zeros(waves, np.int64)

@@ -146,9 +146,10 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
     per_wg = -(-threads // wave)
     groups = gx * gy * gz
     W = groups * per_wg
-    vgprs = k.desc("next_free_vgpr", 256) or 1
+    # the whole architectural file (256 VGPRs, and 256 AGPRs on CDNA): reads of registers the kernel
+    # never wrote see zeros, accesses past the file raise
     agprs = 256 if k.desc("accum_offset") is not None else 0
-    st = Machine(target=k.target, wave=wave, waves=W, vgprs=max(vgprs, 256) if agprs else vgprs, agprs=agprs)
+    st = Machine(target=k.target, wave=wave, waves=W, vgprs=256, agprs=agprs)
     st.heap = heap
     st.notes = []
     st.symbols = {name: heap.add(name, data) for name, data in k.data}

@@ -209,8 +209,10 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
         for g in groups:
             lane, vg, lo, hi = rec[g, 4], rec[g, 3], rec[g, 5].astype(_U64), rec[g, 6].astype(_U64)
             width = hi - lo + _U64(1)
-            if int(width[0]) > 32:
-                raise ctx.err(ins, "64-bit D elements are not modelled yet")
+            if int(width[0]) == 64:  # an f64 element fills a VGPR pair
+                out[:, lane, vg] = (bits[:, flat[g]] & _U64(0xFFFFFFFF)).astype(_U32)
+                out[:, lane, vg + 1] = (bits[:, flat[g]] >> _U64(32)).astype(_U32)
+                continue
             mask = ((_U64(1) << width) - _U64(1)) << lo
             cur = out[:, lane, vg].astype(_U64)
             out[:, lane, vg] = ((cur & ~mask) | ((bits[:, flat[g]] << lo) & mask)).astype(_U32)

@@ -177,12 +177,15 @@ def _check_mods(ins: Instr, ctx: Ctx, allowed: tuple[str, ...]) -> None:
         raise ctx.err(ins, f"modifier(s) {', '.join(bad)} not modelled")
 
 
-def _vreg(op: object, n: int, ctx: Ctx, ins: Instr) -> int:
+def _vreg(op: object, n: int, ctx: Ctx, ins: Instr, st: Machine) -> int:
     if not isinstance(op, Reg) or op.file not in ("v", "a") or op.neg or op.abs or op.half:
         raise ctx.err(ins, f"operand {op!r} must be a vector register")
     if op.count != n:
         raise ctx.err(ins, f"operand needs {n} register(s), got {op.count}")
-    return op.index
+    try:
+        return st.vbase(op)
+    except IsaError as e:
+        raise ctx.err(ins, str(e)) from None
 
 
 def compile_memory(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None] | None:
@@ -217,23 +220,23 @@ def _global(ins: Instr, stem: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarra
         nbytes, how = _LOAD[size]
         dst, vaddr, saddr = ops if len(ops) == 3 else (ops + (None,))[:3]
         nd = max(1, nbytes // 4)
-        d = _vreg(dst, nd, ctx, ins)
+        d = _vreg(dst, nd, ctx, ins, st)
     elif kind == "store":
         if size not in _STORE:
             raise ctx.err(ins, "store size not modelled")
         nbytes, how = _STORE[size]
         vaddr, data, saddr = ops
-        d = _vreg(data, max(1, nbytes // 4), ctx, ins)
+        d = _vreg(data, max(1, nbytes // 4), ctx, ins, st)
     else:
         raise ctx.err(ins, "global/flat atomics and other forms are not modelled")
     use_s = isinstance(saddr, Reg) and saddr.file == "s"
     if use_s:
-        a = _vreg(vaddr, 1, ctx, ins)
+        a = _vreg(vaddr, 1, ctx, ins, st)
         si = saddr.index
         if saddr.count != 2:
             raise ctx.err(ins, "the scalar base address takes an SGPR pair")
     else:
-        a = _vreg(vaddr, 2, ctx, ins)
+        a = _vreg(vaddr, 2, ctx, ins, st)
     heap = st.heap
 
     def addresses(sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, Callable[[int], str]]:
@@ -271,10 +274,10 @@ def _scratch(ins: Instr, stem: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarr
     nbytes, how = table[size]
     if kind == "load":
         dst, vaddr, saddr = ops
-        d = _vreg(dst, max(1, nbytes // 4), ctx, ins)
+        d = _vreg(dst, max(1, nbytes // 4), ctx, ins, st)
     else:
         vaddr, data, saddr = ops
-        d = _vreg(data, max(1, nbytes // 4), ctx, ins)
+        d = _vreg(data, max(1, nbytes // 4), ctx, ins, st)
     for x in (vaddr, saddr):
         if not (isinstance(x, Reg) and x.file == "off"):
             raise ctx.err(ins, "scratch addressing through VGPR/SGPR offsets is not modelled (only `off, off`)")
@@ -339,7 +342,7 @@ def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], Non
         nbytes, how = _LOAD[size]
         dst, vaddr = ops
         per = max(1, nbytes // 4)
-        d = _vreg(dst, per * (2 if two else 1), ctx, ins)
+        d = _vreg(dst, per * (2 if two else 1), ctx, ins, st)
         write = False
     elif m.startswith("ds_store_"):
         size = m[len("ds_store_2addr_" if two else "ds_store_"):]
@@ -349,16 +352,16 @@ def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], Non
         per = max(1, nbytes // 4)
         if two:
             vaddr, d0, d1 = ops
-            srcs = [_vreg(d0, per, ctx, ins), _vreg(d1, per, ctx, ins)]
+            srcs = [_vreg(d0, per, ctx, ins, st), _vreg(d1, per, ctx, ins, st)]
         else:
             vaddr, d0 = ops
-            srcs = [_vreg(d0, per, ctx, ins)]
+            srcs = [_vreg(d0, per, ctx, ins, st)]
         write = True
     else:
         raise ctx.err(ins, "LDS instruction not modelled")
     if two and how != "dw":
         raise ctx.err(ins, "2addr forms of sub-dword sizes are not modelled")
-    a = _vreg(vaddr, 1, ctx, ins)
+    a = _vreg(vaddr, 1, ctx, ins, st)
     if two:
         offs = [_imm_mod(ins, "offset0", ctx) * nbytes, _imm_mod(ins, "offset1", ctx) * nbytes]
     else:
