@@ -87,19 +87,20 @@ def _sig_bits(x: np.ndarray) -> np.ndarray:
 def exact_dot_batched(A: np.ndarray, B: np.ndarray, C: np.ndarray, out: str) -> np.ndarray:
     """``A @ B + C`` over leading batch dims, the exact sum rounded once to ``out``.
 
-    The float64 sum is exact (in any order) when every product is exact in float64 and all terms
-    are multiples of 2**q with their magnitudes summing below 2**(q+53); otherwise an error bound
-    decides whether rounding float64's sum gives the correctly rounded result. Elements neither
-    test settles (e.g. NaN/inf, f64 operands near a tie) go to :func:`dot_exact`."""
+    The float64 sum is exact (in any order) when every product is exact in float64 (the operands'
+    significands fit 53 bits together) and all terms are multiples of 2**q — q bounded below by the
+    lowest set bit of A's row plus B's column, and of C — with magnitudes summing below 2**(q+53).
+    Otherwise an error bound decides whether rounding float64's sum gives the correctly rounded
+    result. Elements neither test settles (NaN/inf, f64 operands near a tie) go to ``dot_exact``."""
     with np.errstate(all="ignore"):
-        P = A[..., :, :, None] * B[..., None, :, :]  # (..., m, k, n)
-        approx = P.sum(axis=-2) + C
-        mag = np.abs(P).sum(axis=-2) + np.abs(C)
-        qa = np.minimum(_quantum_exp(P).min(axis=-2), _quantum_exp(C))
-        # products exact: |a*b| is the float64 product of values whose significands fit 53 bits together
-        sig = _sig_bits(A)[..., :, :, None] + _sig_bits(B)[..., None, :, :]
-        prod_exact = (sig <= 53).all(axis=-2) & np.isfinite(mag)
-        exact = prod_exact & (mag < np.ldexp(1.0, np.clip(qa + 53, -1074, 1023)))
+        approx = np.matmul(A, B) + C
+        mag = np.matmul(np.abs(A), np.abs(B)) + np.abs(C)
+        prod_exact = int(_sig_bits(A).max(initial=0)) + int(_sig_bits(B).max(initial=0)) <= 53
+        qa, qb, qc = _quantum_exp(A).min(axis=-1), _quantum_exp(B).min(axis=-2), _quantum_exp(C)
+        q = np.minimum(qa[..., :, None] + qb[..., None, :], qc)
+        exact = prod_exact & np.isfinite(mag) & (mag < np.ldexp(1.0, np.clip(q + 53, -1074, 1023)))
+        if exact.all():
+            return quantize(approx, out)
         bound = (A.shape[-1] + 4) * 2.0**-52 * mag + 2.0**-1074 * (A.shape[-1] + 4)
         lo, hi = quantize(approx - bound, out), quantize(approx + bound, out)
         D = np.where(exact, quantize(approx, out), lo)

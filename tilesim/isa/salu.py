@@ -233,6 +233,8 @@ def compile_salu(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], No
         return binary(lambda a, b: pick(_signed(a, 32), _signed(b, 32)) if signed else pick(a, b),
                       lambda a, b, f, r: ((_signed(a, 32) if signed else a) == f) if "_min_" in m else
                       ((_signed(a, 32) if signed else a) == f))
+    if m.startswith(("s_cmpk_", "s_addk_", "s_mulk_", "s_movk_", "s_cmovk_")) and m != "s_movk_i32":
+        return _sopk(ins, ctx, st)
     if m.startswith("s_cmp_"):
         _, _, rel, ty = parts[:4] if len(parts) >= 4 else (None, None, None, None)
         if rel not in _CMP or ty not in ("i32", "u32", "u64"):
@@ -243,6 +245,36 @@ def compile_salu(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], No
         if ty == "i32":
             return lambda sel: setattr(st, "scc", np.where(sel, fn(_signed(a(), 32), _signed(b(), 32)), st.scc))
         return lambda sel: setattr(st, "scc", np.where(sel, fn(a(), b()), st.scc))
+    return None
+
+
+def _sopk(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None] | None:
+    """SOPK: a 16-bit immediate, sign-extended for _i32 forms and zero-extended for _u32 ones."""
+    m, ops = ins.mnemonic, ins.operands
+    if len(ops) != 2 or not isinstance(ops[1], Imm) or isinstance(ops[1].value, float):
+        raise ctx.err(ins, "SOPK takes a register and a 16-bit immediate")
+    raw = ops[1].value & 0xFFFF
+    signed = m.endswith("_i32")
+    imm = (raw - 0x10000 if raw >= 0x8000 else raw) if signed else raw
+    di, dn = _sdst(ops[0], 32, ctx, ins)
+    if m.startswith("s_cmpk_"):
+        rel = m.split("_")[2]
+        if rel not in _CMP:
+            return None
+        fn = _CMP[rel]
+        return lambda sel: setattr(st, "scc", np.where(
+            sel, fn(_signed(st.s[di].astype(_U64), 32) if signed else st.s[di].astype(np.int64), imm), st.scc))
+    if m == "s_addk_i32":
+        def run_addk(sel: np.ndarray) -> None:
+            a = _signed(st.s[di].astype(_U64), 32)
+            r = a + imm
+            st.scc = np.where(sel, (r < -2**31) | (r >= 2**31), st.scc)
+            st.write_s(di, dn, r & M32, sel)
+        return run_addk
+    if m == "s_mulk_i32":
+        return lambda sel: st.write_s(di, dn, (_signed(st.s[di].astype(_U64), 32) * imm) & M32, sel)
+    if m == "s_cmovk_i32":
+        return lambda sel: st.write_s(di, dn, np.full(st.W, imm & M32, np.int64), sel & st.scc)
     return None
 
 

@@ -109,6 +109,8 @@ VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
     "v_and_b16": (("u16", "u16"), "u16", lambda a, b: a & b),
     "v_or_b16": (("u16", "u16"), "u16", lambda a, b: a | b),
     "v_xor_b16": (("u16", "u16"), "u16", lambda a, b: a ^ b),
+    "v_pack_b32_f16": (("f16", "f16"), "u32",
+                       lambda a, b: (b.view(np.uint16).astype(_U32) << _U32(16)) | a.view(np.uint16).astype(_U32)),
     "v_add_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
     "v_add_nc_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
     "v_sub_u32": (("u32", "u32"), "u32", lambda a, b: a - b),

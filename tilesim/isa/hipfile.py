@@ -1,0 +1,100 @@
+"""Emulate any HIP kernel, not only tilesim's: compile a HIP source offline and run one kernel.
+
+Arguments are given as specs, in the kernel's parameter order:
+
+* ``NAME=DTYPE[D0,D1,...]`` — a buffer of that element type and shape, random (seeded) for
+  float types, random small integers for integer types; ``NAME=zeros:DTYPE[...]`` for zeros;
+* ``NAME=FILE.npy`` — a buffer loaded from a ``.npy`` file;
+* ``NAME=DTYPE:VALUE`` — a by-value scalar (``n=i32:64``, ``alpha=f32:0.5``).
+
+DTYPE is one of f16, bf16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilesim.errors import choices
+from tilesim.hw.offline import compile_hip
+from tilesim.isa.api import Emulation, emulate
+from tilesim.isa.asm import IsaError
+
+__all__ = ["ArgSpec", "parse_arg", "emulate_hip"]
+
+_DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8, "i16": np.int16,
+       "u16": np.uint16, "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64}
+
+
+def _dtype(name: str) -> np.dtype:
+    if name == "bf16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    if name not in _DT:
+        raise IsaError(f"unknown element type {name!r}; types: {choices([*_DT, 'bf16'])}")
+    return np.dtype(_DT[name])
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    kind: str  # "buffer" | "scalar"
+    dtype: str
+    shape: tuple[int, ...] = ()
+    value: float | int | None = None
+    path: str | None = None
+    zeros: bool = False
+
+
+def parse_arg(spec: str) -> ArgSpec:
+    """One ``NAME=...`` spec (see the module docstring); raises IsaError naming the bad part."""
+    name, sep, rhs = spec.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise IsaError(f"argument {spec!r}: expected NAME=DTYPE[shape], NAME=FILE.npy or NAME=DTYPE:VALUE")
+    if rhs.endswith(".npy"):
+        return ArgSpec(name, "buffer", "", path=rhs)
+    m = re.fullmatch(r"(zeros:)?(\w+)\[([\d, ]+)\]", rhs)
+    if m:
+        _dtype(m.group(2))
+        shape = tuple(int(x) for x in m.group(3).split(",") if x.strip())
+        if not shape or any(d < 1 for d in shape):
+            raise IsaError(f"argument {spec!r}: shape must be positive integers")
+        return ArgSpec(name, "buffer", m.group(2), shape, zeros=bool(m.group(1)))
+    m = re.fullmatch(r"(\w+):(-?[\d.eE+-]+)", rhs)
+    if m:
+        _dtype(m.group(1))
+        v = float(m.group(2)) if m.group(1).startswith(("f", "bf")) else int(m.group(2), 0)
+        return ArgSpec(name, "scalar", m.group(1), value=v)
+    raise IsaError(f"argument {spec!r}: expected NAME=DTYPE[shape], NAME=FILE.npy or NAME=DTYPE:VALUE")
+
+
+def _materialise(a: ArgSpec, rng: np.random.Generator) -> tuple[str, np.ndarray] | np.generic:
+    if a.kind == "scalar":
+        return _dtype(a.dtype).type(a.value)
+    if a.path is not None:
+        try:
+            return a.name, np.load(a.path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise IsaError(f"argument {a.name}: cannot read {a.path}: {e}") from None
+    dt = _dtype(a.dtype)
+    if a.zeros:
+        return a.name, np.zeros(a.shape, dt)
+    if dt.kind == "f" or a.dtype == "bf16":
+        return a.name, rng.standard_normal(a.shape).astype(dt)
+    info = np.iinfo(dt)
+    return a.name, rng.integers(max(info.min, -8), min(info.max, 8) + 1, a.shape).astype(dt)
+
+
+def emulate_hip(source: str, target: str, kernel: str, *, grid: tuple[int, ...], block: tuple[int, ...],
+                args: list[str | ArgSpec], seed: int = 0, wave_size: int | None = None) -> tuple[Emulation, dict]:
+    """Compile ``source`` for ``target`` and emulate ``kernel``. Returns the emulation and the inputs
+    it was given (name -> array), so a caller can save both."""
+    specs = [a if isinstance(a, ArgSpec) else parse_arg(a) for a in args]
+    rng = np.random.default_rng(seed)
+    vals = [_materialise(a, rng) for a in specs]
+    inputs = {v[0]: v[1].copy() for v in vals if isinstance(v, tuple)}
+    comp = compile_hip(source, target, wave_size=wave_size)
+    return emulate(comp, target, kernel, grid=grid, block=block, args=vals), inputs
