@@ -206,6 +206,20 @@ def build_parser() -> argparse.ArgumentParser:
     gl.add_argument("outdir")
     gl.add_argument("--family", action="append", default=None, help="only these families (repeatable), e.g. rdna3")
 
+    eu = sub.add_parser("emulate", help="compile a HIP file and run one kernel in tilesim's AMDGPU ISA emulator",
+                        description="Arguments in the kernel's parameter order: NAME=DTYPE[D0,D1] (random), "
+                        "NAME=zeros:DTYPE[...], NAME=FILE.npy, NAME=DTYPE:VALUE (by-value scalar). "
+                        "Not run on AMD hardware: see docs/emulator.md.")
+    eu.add_argument("file", help="HIP source (device code, compiled with -nogpuinc)")
+    eu.add_argument("--target", required=True, help="gfx1100, gfx1201, gfx942 or gfx950")
+    eu.add_argument("--kernel", required=True, help="the kernel's (extern \"C\") name")
+    eu.add_argument("--grid", default="1", help="workgroups, e.g. 4,4 (default 1)")
+    eu.add_argument("--block", default="64", help="work-items per workgroup, e.g. 256 or 16,16 (default 64)")
+    eu.add_argument("--arg", action="append", default=[], metavar="SPEC", help="a kernel argument (repeat, in order)")
+    eu.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    eu.add_argument("--out", default=None, metavar="DIR", help="write every buffer after the run as DIR/NAME.npy")
+    eu.add_argument("--format", choices=("text", "json"), default="text")
+
     dv = sub.add_parser("devices", help="which GPUs tilesim can run on here, and why not when none")
     dv.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -603,6 +617,42 @@ def _cmd_gallery(args: argparse.Namespace) -> str:
     return f"wrote {len(pages)} pages to {args.outdir} (open {pages[0]})"
 
 
+def _cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
+    import os
+
+    import numpy as np
+
+    from tilesim.isa.hipfile import emulate_hip
+
+    def dims(text: str, what: str) -> tuple[int, ...]:
+        try:
+            return tuple(int(x) for x in text.split(","))
+        except ValueError:
+            raise _UsageError(f"--{what} {text!r}: expected integers like 4,4") from None
+
+    with open(args.file) as f:
+        source = f.read()
+    res, inputs = emulate_hip(source, args.target, args.kernel, grid=dims(args.grid, "grid"),
+                              block=dims(args.block, "block"), args=args.arg, seed=args.seed)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        for name, arr in res.buffers.items():
+            np.save(os.path.join(args.out, f"{name}.npy"), arr)
+    doc = {"target": res.target, "kernel": res.kernel, "wave_instructions": res.instructions,
+           "seconds": round(res.seconds, 3), "races": [str(r) for r in res.races], "notes": list(res.notes),
+           "buffers": {n: {"dtype": str(a.dtype), "shape": list(a.shape), "changed": not np.array_equal(
+               a, inputs[n], equal_nan=a.dtype.kind == "f") if n in inputs else True} for n, a in res.buffers.items()}}
+    if args.format == "json":
+        return json.dumps(doc, indent=1), 1 if res.races else 0
+    lines = [f"{res.kernel} on {res.target} (emulated, not run on AMD hardware): {res.instructions} wave-instructions "
+             f"in {res.seconds:.2f} s"]
+    lines += [f"  {n}: {d['dtype']}{d['shape']}{' written' if d['changed'] else ''}" for n, d in doc["buffers"].items()]
+    lines += [f"  race: {r}" for r in doc["races"]] + [f"  note: {x}" for x in res.notes]
+    if args.out:
+        lines.append(f"  buffers saved to {args.out}/NAME.npy")
+    return "\n".join(lines), 1 if res.races else 0
+
+
 def _cmd_devices(args: argparse.Namespace) -> str:
     from tilesim.hw.amd import amd_device
     from tilesim.hw.nvidia import cuda_device
@@ -639,6 +689,7 @@ _COMMANDS = {
     "gallery": _cmd_gallery,
     "port": _cmd_port,
     "check-layout": _cmd_check_layout,
+    "emulate": _cmd_emulate,
 }
 
 
