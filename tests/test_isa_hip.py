@@ -1,10 +1,12 @@
 """Hand-written HIP kernels (no tilesim codegen), compiled by clang and run in the emulator.
 
 ``D = A · Xᵀ + C`` with f16 weights A, f32 activations X converted to f16 in the kernel, f32 bias C,
-one 16x16 tile per wave32 — written the way people write WMMA kernels, from the ISA guides'
-layout descriptions (RDNA3: A/B rows replicated in lanes 16-31, accumulator row 2v + lane/16;
-RDNA4: lanes 16-31 hold k 8-15, accumulator row v + 8*(lane/16)). A second RDNA4 kernel keeps the
-RDNA3 accumulator rows, a classic porting bug: the emulator shows its rows permuted.
+one 16x16 tile per wave32 — written the way people write WMMA kernels (RDNA3: A/B rows replicated in
+lanes 16-31, accumulator row 2v + lane/16; RDNA4: accumulator row v + 8*(lane/16), and the naive
+k split "lanes 16-31 hold k 8-15", which is *not* the hardware's A/B order — RDNA4 interleaves k in
+groups of four — but is shared by A and B, so the product is still right; tests/test_isa_audit.py
+shows the audit naming it). A second RDNA4 kernel keeps the RDNA3 accumulator rows, a classic
+porting bug: the emulator shows its rows permuted.
 """
 
 from __future__ import annotations

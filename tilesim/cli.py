@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     eu.add_argument("--arg", action="append", default=[], metavar="SPEC", help="a kernel argument (repeat, in order)")
     eu.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     eu.add_argument("--out", default=None, metavar="DIR", help="write every buffer after the run as DIR/NAME.npy")
+    eu.add_argument("--audit", action="store_true",
+                    help="layout audit: which element each matrix-instruction operand slot holds, where D is stored "
+                    "(exit 1 on findings)")
     eu.add_argument("--format", choices=("text", "json"), default="text")
 
     dv = sub.add_parser("devices", help="which GPUs tilesim can run on here, and why not when none")
@@ -632,6 +635,18 @@ def _cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
 
     with open(args.file) as f:
         source = f.read()
+    if args.audit:
+        from tilesim.hw.offline import compile_hip
+        from tilesim.isa.audit import audit
+        from tilesim.isa.hipfile import materialise
+
+        rep = audit(compile_hip(source, args.target), args.target, args.kernel, grid=dims(args.grid, "grid"),
+                    block=dims(args.block, "block"), args=materialise(args.arg, args.seed))
+        if args.format == "json":
+            return json.dumps({"ok": rep.ok, "matrix_calls": rep.matrix_calls, "checked": rep.checked,
+                               "untraced": rep.untraced, "counts": rep.counts, "notes": list(rep.notes),
+                               "findings": [f.text for f in rep.findings]}, indent=1), 0 if rep.ok else 1
+        return str(rep), 0 if rep.ok else 1
     res, inputs = emulate_hip(source, args.target, args.kernel, grid=dims(args.grid, "grid"),
                               block=dims(args.block, "block"), args=args.arg, seed=args.seed)
     if args.out:

@@ -7,6 +7,9 @@ semantics. See docs/emulator.md for what is modelled and what raises.
 
 from tilesim.isa.api import Emulation, emulate, emulate_program
 from tilesim.isa.asm import IsaError, Kernel, kernel_names, parse
+from tilesim.isa.audit import AuditReport, Finding, audit, audit_program
+from tilesim.isa.hipfile import emulate_hip
 from tilesim.isa.memory import Race
 
-__all__ = ["Emulation", "IsaError", "Kernel", "Race", "emulate", "emulate_program", "kernel_names", "parse"]
+__all__ = ["AuditReport", "Emulation", "Finding", "IsaError", "Kernel", "Race", "audit", "audit_program", "emulate",
+           "emulate_hip", "emulate_program", "kernel_names", "parse"]

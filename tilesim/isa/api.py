@@ -65,7 +65,7 @@ def _kernarg(isa: str, target: str, kernel: str, pointers: list[int], scalars: l
 def emulate(code: str | Compiled, target: str | None = None, kernel: str | None = None, *,
             grid: int | tuple[int, ...] = 1, block: int | tuple[int, ...] = 1,
             args: list[tuple[str, np.ndarray] | np.generic | int | float] | None = None,
-            max_steps: int = 5_000_000) -> Emulation:
+            max_steps: int = 5_000_000, mma_hook: object = None) -> Emulation:
     """Run one kernel of clang's AMDGPU assembly (text or :class:`~tilesim.hw.offline.Compiled`).
 
     ``args`` are the kernel's parameters in order: ``(name, array)`` for a pointer (the array is
@@ -93,7 +93,7 @@ def emulate(code: str | Compiled, target: str | None = None, kernel: str | None 
     kern = _kernarg(isa, k.target, k.name, pointers, scalars, g, b)
     kaddr = heap.add("kernarg", np.frombuffer(kern, np.uint8).copy() if kern else np.zeros(8, np.uint8))
     t0 = time.perf_counter()
-    st, races, notes = run_kernel(k, Launch(g, b, kern), heap, kaddr, max_steps=max_steps)
+    st, races, notes = run_kernel(k, Launch(g, b, kern), heap, kaddr, max_steps=max_steps, mma_hook=mma_hook)
     dt = time.perf_counter() - t0
     out = {n: heap.view(n).copy().view(d).reshape(s) for n, (d, s) in shapes.items()}
     return Emulation(out, tuple(races), tuple(notes), st.executed, dt, k.target, k.name)

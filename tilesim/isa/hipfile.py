@@ -22,7 +22,7 @@ from tilesim.hw.offline import compile_hip
 from tilesim.isa.api import Emulation, emulate
 from tilesim.isa.asm import IsaError
 
-__all__ = ["ArgSpec", "parse_arg", "emulate_hip"]
+__all__ = ["ArgSpec", "parse_arg", "materialise", "emulate_hip"]
 
 _DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i8": np.int8, "u8": np.uint8, "i16": np.int16,
        "u16": np.uint16, "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64}
@@ -88,13 +88,17 @@ def _materialise(a: ArgSpec, rng: np.random.Generator) -> tuple[str, np.ndarray]
     return a.name, rng.integers(max(info.min, -8), min(info.max, 8) + 1, a.shape).astype(dt)
 
 
+def materialise(args: list[str | ArgSpec], seed: int = 0) -> list:
+    """The argument values for :func:`tilesim.isa.emulate` from specs: ``(name, array)`` or a scalar."""
+    rng = np.random.default_rng(seed)
+    return [_materialise(a if isinstance(a, ArgSpec) else parse_arg(a), rng) for a in args]
+
+
 def emulate_hip(source: str, target: str, kernel: str, *, grid: tuple[int, ...], block: tuple[int, ...],
                 args: list[str | ArgSpec], seed: int = 0, wave_size: int | None = None) -> tuple[Emulation, dict]:
     """Compile ``source`` for ``target`` and emulate ``kernel``. Returns the emulation and the inputs
     it was given (name -> array), so a caller can save both."""
-    specs = [a if isinstance(a, ArgSpec) else parse_arg(a) for a in args]
-    rng = np.random.default_rng(seed)
-    vals = [_materialise(a, rng) for a in specs]
+    vals = materialise(args, seed)
     inputs = {v[0]: v[1].copy() for v in vals if isinstance(v, tuple)}
     comp = compile_hip(source, target, wave_size=wave_size)
     return emulate(comp, target, kernel, grid=grid, block=block, args=vals), inputs

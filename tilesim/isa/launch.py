@@ -86,6 +86,10 @@ def prepare(k: Kernel, st: Machine) -> list[tuple[str, object, Instr]]:
         m = ins.mnemonic
         if m in TIMING or m.startswith("s_waitcnt"):
             prog.append(("op", lambda sel: None, ins))
+        elif m == "s_sendmsg":  # gfx11+ end-of-kernel hint; any other message is not modelled
+            if ins.raw.replace(" ", "") != "sendmsg(MSG_DEALLOC_VGPRS)":
+                raise ctx.err(ins, "this message is not modelled")
+            prog.append(("op", lambda sel: None, ins))
         elif m == "s_endpgm":
             prog.append(("end", None, ins))
         elif m in ("s_barrier", "s_barrier_wait"):
@@ -124,8 +128,8 @@ def _split_signal_wait(k: Kernel) -> None:
                                    "s_barrier_wait is not modelled")
 
 
-def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_steps: int = 5_000_000
-               ) -> tuple[Machine, list[Race], list[str]]:
+def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_steps: int = 5_000_000,
+               mma_hook: object = None) -> tuple[Machine, list[Race], list[str]]:
     t = get_target(k.target)
     if t.family not in SUPPORTED_FAMILIES:
         raise IsaError(f"target {k.target} ({t.family}) is not modelled; emulated families: "
@@ -151,6 +155,7 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
     agprs = 256 if k.desc("accum_offset") is not None else 0
     st = Machine(target=k.target, wave=wave, waves=W, vgprs=256, agprs=agprs)
     st.heap = heap
+    st.mma_hook = mma_hook
     st.notes = []
     st.symbols = {name: heap.add(name, data) for name, data in k.data}
     g = np.repeat(np.arange(groups), per_wg)

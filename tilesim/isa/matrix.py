@@ -170,6 +170,8 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
     (ta, tb, tc, td), neg = signed_types(row, neg)
     notes = st.notes
 
+    raw: dict[str, np.ndarray] = {}
+
     def gather(op: str, w: np.ndarray) -> np.ndarray:
         rec, flat, primary, shape, _ = plans[op]
         src = regs[op]
@@ -179,6 +181,7 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
             r = np.zeros((w.size, ctx.wave, nregs[op] + 1), _U32)
             r[:, :, :-1] = np.moveaxis(st.v[src: src + nregs[op]][:, w], 0, -1)
         f = _fields(r, rec)
+        raw[op] = f
         t = {"A": ta, "B": tb, "C": tc}[op]
         pf = f[:, primary]
         bad = (f != pf[:, flat]).any(axis=0)
@@ -197,6 +200,9 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
         if (st.exec_bits()[w] != full).any():
             raise ctx.err(ins, "EXEC is not all ones (the ISA leaves the result undefined)")
         A, B, C = gather("A", w), gather("B", w), gather("C", w)
+        replace = None
+        if st.mma_hook is not None:  # the layout audit (tilesim.isa.audit) sees every operand slot
+            replace = st.mma_hook(ins, row, w, {op: (plans[op][0], raw[op]) for op in "ABC"}, plans["D"][0])
         A, B, C = apply_negation(row, A, B, C, neg, neg_hi) if (neg or neg_hi) else (A, B, C)
         if td.kind in ("int", "uint"):
             D = np.einsum("...mk,...kn->...mn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
@@ -204,6 +210,8 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
         else:
             D = exact_dot_batched(np.asarray(A, np.float64), np.asarray(B, np.float64), np.asarray(C, np.float64),
                                   td.name)
+        if replace is not None:
+            D = np.asarray(replace, np.float64).reshape(D.shape)
         bits = encode(D.reshape(w.size, -1), td).astype(_U64)
         rec, flat, _, _, groups = dplan
         out = np.moveaxis(st.v[d_reg: d_reg + nregs["D"]][:, w], 0, -1).copy()  # [w, lane, nregs]

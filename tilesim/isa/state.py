@@ -92,6 +92,7 @@ class Machine:
         self.epoch = np.zeros(waves, np.int32)
         self.notes: list[str] = []
         self.symbols: dict[str, int] = {}  # data object -> emulated address
+        self.mma_hook: object = None  # called at every matrix instruction (tilesim.isa.audit)
 
     # ------------------------------------------------------------------ lane masks
     def mask_of(self, bits: np.ndarray) -> np.ndarray:
