@@ -252,7 +252,8 @@ def test_scalar_ops_and_scc(line: str, want, scc) -> None:
 
 
 def test_scalar_compare_select_and_movk() -> None:
-    st = run("gfx942", "\ts_cmp_gt_i32 s0, -1\n\ts_cselect_b64 s[4:5], -1, 0\n\ts_movk_i32 s6, 0xfff0", s={0: 0x80000000})
+    st = run("gfx942", "\ts_cmp_gt_i32 s0, -1\n\ts_cselect_b64 s[4:5], -1, 0\n\ts_movk_i32 s6, 0xfff0",
+             s={0: 0x80000000})
     assert not st.scc[0] and int(st.s[4][0]) == 0 and int(st.s[5][0]) == 0
     assert int(st.s[6][0]) == 0xFFFFFFF0
 

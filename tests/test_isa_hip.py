@@ -22,7 +22,8 @@ typedef _Float16 h16 __attribute__((ext_vector_type(16)));
 typedef _Float16 h8 __attribute__((ext_vector_type(8)));
 typedef float f8 __attribute__((ext_vector_type(8)));
 extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(32, 32)))
-void abt(const _Float16* __restrict__ A, const float* __restrict__ X, const float* __restrict__ C, float* __restrict__ D) {
+void abt(const _Float16* __restrict__ A, const float* __restrict__ X, const float* __restrict__ C,
+         float* __restrict__ D) {
   int l = __builtin_amdgcn_workitem_id_x();
   int r = l % 16, half = l / 16;
 #if GFX == 11

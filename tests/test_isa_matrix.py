@@ -100,7 +100,8 @@ def test_matrix_instruction_reads_and_writes_where_the_calculator_says(arch: str
     rec = _records(arch, name, "D", wave)
     lo, hi = rec[:, 5], rec[:, 6]
     word = st.v[base["D"] + rec[:, 3], 0, rec[:, 4]].astype(np.uint64)
-    word = word | np.where(hi >= 32, st.v[base["D"] + rec[:, 3] + 1, 0, rec[:, 4]].astype(np.uint64) << 32, 0).astype(np.uint64)
+    upper = st.v[base["D"] + rec[:, 3] + 1, 0, rec[:, 4]].astype(np.uint64) << np.uint64(32)
+    word = word | np.where(hi >= 32, upper, np.uint64(0)).astype(np.uint64)
     width = hi - lo + 1
     fields = (word >> lo.astype(np.uint64)) & np.where(width >= 64, np.uint64(2**64 - 1),
                                                         (np.uint64(1) << width.astype(np.uint64)) - np.uint64(1))

@@ -242,7 +242,8 @@ def parse(asm: str, kernel: str | None = None) -> Kernel:
         if s.startswith("."):
             if s.startswith((".p2align", ".loc", ".file", ".cfi")):
                 continue
-            raise IsaError(f"directive {s.split()[0]!r} inside kernel {kernel} ({target}, line {i + 1}) is not modelled")
+            raise IsaError(f"directive {s.split()[0]!r} inside kernel {kernel} ({target}, line {i + 1}) "
+                           "is not modelled")
         if "::" in s:
             a, b = s.split("::")
             instrs.append((_instr(a, i + 1, target), _instr(b, i + 1, target)))

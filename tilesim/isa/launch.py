@@ -64,7 +64,8 @@ def _check_descriptor(k: Kernel, wave: int) -> None:
                            f"(modelled: {', '.join(map(str, ok))})")
     for key, v in k.descriptor:
         if key.startswith("exception_") and v:
-            raise IsaError(f"kernel {k.name} ({k.target}): descriptor .amdhsa_{key} {v} (FP exceptions) is not modelled")
+            raise IsaError(f"kernel {k.name} ({k.target}): descriptor .amdhsa_{key} {v} (FP exceptions) "
+                           "is not modelled")
     if k.desc("user_sgpr_kernarg_segment_ptr", 0) != 1:
         raise IsaError(f"kernel {k.name} ({k.target}): kernels without a kernarg segment pointer are not modelled")
     w32 = k.desc("wavefront_size32", 0)
@@ -222,7 +223,8 @@ def _execute(prog: list, st: Machine, groups: int, max_steps: int) -> None:
         p = pc[cand].min()
         sel = cand & (pc == p)
         if p >= n:
-            raise IsaError(f"wave(s) {np.flatnonzero(sel)[:4].tolist()} ran past the end of the kernel without s_endpgm")
+            raise IsaError(f"wave(s) {np.flatnonzero(sel)[:4].tolist()} ran past the end of the kernel "
+                           "without s_endpgm")
         kind, f, ins = prog[p]
         steps += 1
         st.executed += int(sel.sum())

@@ -58,11 +58,12 @@ class Heap:
             return off
         starts, sizes = np.array(self.starts, np.int64), np.array(self.sizes, np.int64)
         k = np.searchsorted(starts, off, side="right") - 1
-        ok = (k >= 0) & (off >= starts[np.maximum(k, 0)]) & (off + nbytes <= starts[np.maximum(k, 0)] + sizes[np.maximum(k, 0)])
+        kk = np.maximum(k, 0)
+        ok = (k >= 0) & (off >= starts[kk]) & (off + nbytes <= starts[kk] + sizes[kk])
         if not ok.all():
             i = int(np.flatnonzero(~ok)[0])
-            raise IsaError(f"{what(i)}: address {int(addr[i]):#x} ({nbytes} bytes) is outside every buffer "
-                           f"({', '.join(f'{n} at {BASE + s:#x}+{z}' for n, s, z in zip(self.names, self.starts, self.sizes))})")
+            bufs = ", ".join(f"{n} at {BASE + s:#x}+{z}" for n, s, z in zip(self.names, self.starts, self.sizes))
+            raise IsaError(f"{what(i)}: address {int(addr[i]):#x} ({nbytes} bytes) is outside every buffer ({bufs})")
         return off
 
 
@@ -77,7 +78,8 @@ class Race:
     address: int
 
     def __str__(self) -> str:
-        return (f"LDS race ({self.kind}) at line {self.line} `{self.text}`: workgroup {self.workgroup} wave {self.wave} "
+        return (f"LDS race ({self.kind}) at line {self.line} `{self.text}`: workgroup {self.workgroup} "
+                f"wave {self.wave} "
                 f"touches byte {self.address} that wave {self.other_wave} accessed since the last barrier")
 
 
@@ -91,7 +93,8 @@ class Lds:
         self.repoch = np.full((groups, max(size, 1)), -1, np.int32)
         self.races: list[Race] = []
 
-    def track(self, ins: Instr, g: np.ndarray, addr: np.ndarray, slot: np.ndarray, epoch: np.ndarray, write: bool) -> None:
+    def track(self, ins: Instr, g: np.ndarray, addr: np.ndarray, slot: np.ndarray, epoch: np.ndarray,
+              write: bool) -> None:
         """``g``/``addr``/``slot``/``epoch``: per byte accessed (workgroup, LDS byte, wave slot, epoch)."""
         wr, we = self.writer[g, addr], self.wepoch[g, addr]
         raw = (wr >= 0) & (wr != slot) & (we == epoch)
@@ -128,7 +131,8 @@ _LOAD = {"u8": (1, "zext"), "ubyte": (1, "zext"), "i8": (1, "sext"), "sbyte": (1
          "d16_b16": (2, "lo16"), "short_d16": (2, "lo16"), "d16_hi_b16": (2, "hi16"), "short_d16_hi": (2, "hi16"),
          "d16_u8": (1, "lo16z"), "ubyte_d16": (1, "lo16z"), "d16_hi_u8": (1, "hi16z"), "ubyte_d16_hi": (1, "hi16z"),
          "d16_i8": (1, "lo16s"), "sbyte_d16": (1, "lo16s"), "d16_hi_i8": (1, "hi16s"), "sbyte_d16_hi": (1, "hi16s")}
-_STORE = {"b8": (1, "lo"), "byte": (1, "lo"), "b16": (2, "lo"), "short": (2, "lo"), "b32": (4, "dw"), "dword": (4, "dw"),
+_STORE = {"b8": (1, "lo"), "byte": (1, "lo"), "b16": (2, "lo"), "short": (2, "lo"), "b32": (4, "dw"),
+          "dword": (4, "dw"),
           "b64": (8, "dw"), "dwordx2": (8, "dw"), "b96": (12, "dw"), "dwordx3": (12, "dw"), "b128": (16, "dw"),
           "dwordx4": (16, "dw"), "d16_hi_b8": (1, "hi"), "byte_d16_hi": (1, "hi"), "d16_hi_b16": (2, "hi"),
           "short_d16_hi": (2, "hi"), "b8_d16_hi": (1, "hi"), "b16_d16_hi": (2, "hi")}

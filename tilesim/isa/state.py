@@ -156,8 +156,9 @@ class Machine:
         base = r.index + (self.agpr_base if r.file == "a" else 0)
         limit = self.agpr_base if r.file == "v" else self.v.shape[0]
         if base + max(r.count, 1) > limit:
-            raise IsaError(f"{r.file}{r.index} (+{r.count}) is outside the {limit - (self.agpr_base if r.file == 'a' else 0)}"
-                           f" {r.file.upper()}GPRs of this {self.target} wave")
+            size = limit - (self.agpr_base if r.file == "a" else 0)
+            raise IsaError(f"{r.file}{r.index} (+{r.count}) is outside the {size} {r.file.upper()}GPRs "
+                           f"of this {self.target} wave")
         return base
 
     def read_v(self, i: int, count: int) -> np.ndarray:

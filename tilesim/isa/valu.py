@@ -1,9 +1,10 @@
 """Vector ALU instructions (VOP1/VOP2/VOP3/VOPC/VOPD): integer, bit and f32/f16 arithmetic.
 
-Each row names its source kinds, its result kind and a numpy function over all selected waves'
-lanes at once. Semantics are the RDNA3/RDNA4/CDNA3 ISA guides' pseudo-code (``D.u = S0.u + S1.u``
-…); float arithmetic is IEEE-754 binary32 with round-to-nearest-even and denormals kept — the only
-mode :mod:`tilesim.isa.launch` accepts from the kernel descriptor. Transcendental approximations
+The table of semantics is :mod:`tilesim.isa.valu_ops`; this module reads operands (inline constants,
+SGPR broadcast, true16 halves, float neg/abs) and writes results under EXEC. Semantics are the
+RDNA3/RDNA4/CDNA3 ISA guides' pseudo-code (``D.u = S0.u + S1.u`` …); float arithmetic is IEEE-754
+binary32 with round-to-nearest-even and denormals kept — the only mode :mod:`tilesim.isa.launch`
+accepts from the kernel descriptor. Transcendental approximations
 (``v_exp_f32``, ``v_rcp_f32``) are modelled as the correctly rounded function: the hardware is
 specified to 1 ULP, so results there may differ from silicon in the last bit.
 
@@ -19,179 +20,14 @@ import numpy as np
 
 from tilesim.isa.asm import Imm, Instr, Reg
 from tilesim.isa.state import EXEC, VCC, Ctx, Machine, imm_bits
+from tilesim.isa.valu_ops import KIND_BITS as _BITS
+from tilesim.isa.valu_ops import KIND_DT as _KIND_DT
+from tilesim.isa.valu_ops import VALU_OPS, fma_f32
+from tilesim.isa.valu_ops import WIDE as _WIDE
 
 __all__ = ["compile_valu", "VALU_OPS", "fma_f32"]
 
 _U32, _U64 = np.uint32, np.uint64
-_KIND_DT = {"u32": np.uint32, "i32": np.int32, "f32": np.float32, "u64": np.uint64, "i64": np.int64,
-            "f64": np.float64, "u16": np.uint16, "f16": np.float16, "mask": None}
-_BITS = {"u32": "b32", "i32": "b32", "f32": "f32", "u64": "b64", "i64": "b64", "f64": "f64", "u16": "b16",
-         "f16": "f16"}
-_WIDE = ("u64", "i64", "f64")
-
-
-def fma_f32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``a*b + c`` rounded once to f32. The product of two f32 is exact in f64; the f64 sum is
-    rounded to odd (error-free two-sum decides the sticky bit), and round-to-odd to 53 bits followed
-    by round-to-nearest-even to 24 bits equals a single rounding."""
-    with np.errstate(all="ignore"):
-        p = a.astype(np.float64) * b.astype(np.float64)
-        c64 = np.asarray(c, np.float64)
-        s = p + c64
-        bp = s - c64
-        err = (p - bp) + (c64 - (s - bp))
-        bits = s.view(np.int64) if isinstance(s, np.ndarray) else np.asarray(s).view(np.int64)
-        fix = np.isfinite(s) & (err != 0) & ((bits & 1) == 0)
-        toward = np.where(err > 0, np.inf, -np.inf)
-        s = np.where(fix, np.nextafter(s, toward), s)
-        return s.astype(np.float32)
-
-
-def _maxf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # IEEE maxNum (NaN loses); -0 < +0 as the AMD guides order them
-    with np.errstate(all="ignore"):
-        r = np.fmax(a, b)
-        eq = a == b
-        return np.where(eq, (a.view(_U32) & b.view(_U32)).view(np.float32), r)
-
-
-def _minf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        r = np.fmin(a, b)
-        return np.where(a == b, (a.view(_U32) | b.view(_U32)).view(np.float32), r)
-
-
-def _cvt_i32_f32(a: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        t = np.trunc(a.astype(np.float64))
-        t = np.where(np.isnan(t), 0, np.clip(t, -2.0**31, 2.0**31 - 1))
-        return t.astype(np.int64).astype(np.int32)
-
-
-def _cvt_u32_f32(a: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        t = np.trunc(a.astype(np.float64))
-        t = np.where(np.isnan(t), 0, np.clip(t, 0, 2.0**32 - 1))
-        return t.astype(np.uint64).astype(np.uint32)
-
-
-def _bfe_signed(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    off, width = _sh(b, 31).astype(np.int64), _sh(c, 31).astype(np.int64)
-    field = (a.astype(np.int64) >> off) & ((np.int64(1) << width) - 1)
-    top = np.int64(1) << np.maximum(width - 1, 0)
-    return np.where(width == 0, 0, (field ^ top) - top).astype(np.int32)
-
-
-def _sh(x: np.ndarray, mask: int) -> np.ndarray:
-    return (np.asarray(x).astype(_U32) & _U32(mask))
-
-
-def _f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    def run(*a: np.ndarray) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return np.asarray(fn(*a), np.float32)
-    return run
-
-
-def _round_f64_to_f32(x: np.ndarray) -> np.ndarray:
-    return np.asarray(x, np.float64).astype(np.float32)
-
-
-# name: (source kinds, result kind, function). Operand order is the printed order.
-VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
-    "v_mov_b32": (("u32",), "u32", lambda a: a),
-    "v_mov_b64": (("u64",), "u64", lambda a: a),
-    "v_mov_b16": (("u16",), "u16", lambda a: a),
-    "v_lshlrev_b16": (("u16", "u16"), "u16", lambda a, b: b << (a & np.uint16(15))),
-    "v_lshrrev_b16": (("u16", "u16"), "u16", lambda a, b: b >> (a & np.uint16(15))),
-    "v_add_u16": (("u16", "u16"), "u16", lambda a, b: a + b),
-    "v_sub_u16": (("u16", "u16"), "u16", lambda a, b: a - b),
-    "v_and_b16": (("u16", "u16"), "u16", lambda a, b: a & b),
-    "v_or_b16": (("u16", "u16"), "u16", lambda a, b: a | b),
-    "v_xor_b16": (("u16", "u16"), "u16", lambda a, b: a ^ b),
-    "v_pack_b32_f16": (("f16", "f16"), "u32",
-                       lambda a, b: (b.view(np.uint16).astype(_U32) << _U32(16)) | a.view(np.uint16).astype(_U32)),
-    "v_add_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
-    "v_add_nc_u32": (("u32", "u32"), "u32", lambda a, b: a + b),
-    "v_sub_u32": (("u32", "u32"), "u32", lambda a, b: a - b),
-    "v_sub_nc_u32": (("u32", "u32"), "u32", lambda a, b: a - b),
-    "v_subrev_u32": (("u32", "u32"), "u32", lambda a, b: b - a),
-    "v_subrev_nc_u32": (("u32", "u32"), "u32", lambda a, b: b - a),
-    "v_add3_u32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a + b + c),
-    "v_mul_lo_u32": (("u32", "u32"), "u32", lambda a, b: ((a.astype(_U64) * b.astype(_U64)) & _U64(0xFFFFFFFF))),
-    "v_mul_u32_u24": (("u32", "u32"), "u32",
-                      lambda a, b: ((a & _U32(0xFFFFFF)).astype(_U64) * (b & _U32(0xFFFFFF)).astype(_U64)) & _U64(0xFFFFFFFF)),
-    "v_and_b32": (("u32", "u32"), "u32", lambda a, b: a & b),
-    "v_or_b32": (("u32", "u32"), "u32", lambda a, b: a | b),
-    "v_xor_b32": (("u32", "u32"), "u32", lambda a, b: a ^ b),
-    "v_not_b32": (("u32",), "u32", lambda a: ~a),
-    "v_or3_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a | b | c),
-    "v_xor3_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a ^ b ^ c),
-    "v_and_or_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a & b) | c),
-    "v_lshlrev_b32": (("u32", "u32"), "u32", lambda a, b: b << _sh(a, 31)),
-    "v_lshrrev_b32": (("u32", "u32"), "u32", lambda a, b: b >> _sh(a, 31)),
-    "v_ashrrev_i32": (("u32", "i32"), "i32", lambda a, b: b >> _sh(a, 31).astype(np.int32)),
-    "v_lshl_add_u32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a << _sh(b, 31)) + c),
-    "v_add_lshl_u32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a + b) << _sh(c, 31)),
-    "v_lshl_or_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a << _sh(b, 31)) | c),
-    "v_bfe_u32": (("u32", "u32", "u32"), "u32",
-                  lambda a, b, c: ((a.astype(_U64) >> _sh(b, 31).astype(_U64))
-                                   & ((_U64(1) << _sh(c, 31).astype(_U64)) - _U64(1)))),
-    "v_bfe_i32": (("u32", "u32", "u32"), "i32", lambda a, b, c: _bfe_signed(a, b, c)),
-    "v_min_u32": (("u32", "u32"), "u32", np.minimum),
-    "v_max_u32": (("u32", "u32"), "u32", np.maximum),
-    "v_min_i32": (("i32", "i32"), "i32", np.minimum),
-    "v_max_i32": (("i32", "i32"), "i32", np.maximum),
-    "v_mul_hi_u32": (("u32", "u32"), "u32", lambda a, b: (a.astype(_U64) * b.astype(_U64)) >> _U64(32)),
-    "v_mad_u32_u24": (("u32", "u32", "u32"), "u32",
-                      lambda a, b, c: ((a & _U32(0xFFFFFF)).astype(_U64) * (b & _U32(0xFFFFFF)).astype(_U64)
-                                       + c.astype(_U64)) & _U64(0xFFFFFFFF)),
-    "v_alignbit_b32": (("u32", "u32", "u32"), "u32",
-                       lambda a, b, c: ((a.astype(_U64) << _U64(32) | b.astype(_U64)) >> _sh(c, 31).astype(_U64))
-                       & _U64(0xFFFFFFFF)),
-    "v_bfi_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a & b) | (~a & c)),
-    "v_lshlrev_b64": (("u32", "u64"), "u64", lambda a, b: b << _sh(a, 63).astype(_U64)),
-    "v_lshrrev_b64": (("u32", "u64"), "u64", lambda a, b: b >> _sh(a, 63).astype(_U64)),
-    "v_add_f32": (("f32", "f32"), "f32", _f32(lambda a, b: a + b)),
-    "v_sub_f32": (("f32", "f32"), "f32", _f32(lambda a, b: a - b)),
-    "v_subrev_f32": (("f32", "f32"), "f32", _f32(lambda a, b: b - a)),
-    "v_mul_f32": (("f32", "f32"), "f32", _f32(lambda a, b: a * b)),
-    "v_fma_f32": (("f32", "f32", "f32"), "f32", fma_f32),
-    "v_max_f32": (("f32", "f32"), "f32", _maxf),
-    "v_min_f32": (("f32", "f32"), "f32", _minf),
-    "v_max_num_f32": (("f32", "f32"), "f32", _maxf),
-    "v_min_num_f32": (("f32", "f32"), "f32", _minf),
-    "v_max3_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _maxf(_maxf(a, b), c)),
-    "v_max3_num_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _maxf(_maxf(a, b), c)),
-    "v_min3_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _minf(_minf(a, b), c)),
-    "v_min3_num_f32": (("f32", "f32", "f32"), "f32", lambda a, b, c: _minf(_minf(a, b), c)),
-    "v_rndne_f32": (("f32",), "f32", _f32(np.rint)),
-    "v_trunc_f32": (("f32",), "f32", _f32(np.trunc)),
-    "v_floor_f32": (("f32",), "f32", _f32(np.floor)),
-    "v_ceil_f32": (("f32",), "f32", _f32(np.ceil)),
-    "v_ldexp_f32": (("f32", "i32"), "f32", _f32(lambda a, b: np.ldexp(a, np.clip(b, -512, 512)))),
-    "v_exp_f32": (("f32",), "f32", lambda a: _round_f64_to_f32(np.exp2(a.astype(np.float64)))),
-    "v_rcp_f32": (("f32",), "f32", lambda a: _round_f64_to_f32(1.0 / a.astype(np.float64))),
-    "v_sqrt_f32": (("f32",), "f32", lambda a: _round_f64_to_f32(np.sqrt(a.astype(np.float64)))),
-    "v_cvt_f32_i32": (("i32",), "f32", lambda a: a.astype(np.float32)),
-    "v_cvt_f32_u32": (("u32",), "f32", lambda a: a.astype(np.float32)),
-    "v_cvt_i32_f32": (("f32",), "i32", _cvt_i32_f32),
-    "v_cvt_u32_f32": (("f32",), "u32", _cvt_u32_f32),
-    "v_cvt_f16_f32": (("f32",), "f16", lambda a: a.astype(np.float16)),
-    "v_cvt_f32_f16": (("f16",), "f32", lambda a: a.astype(np.float32)),
-}
-for _n, _f in {"eq": np.equal, "ne": np.not_equal, "lg": np.not_equal, "lt": np.less, "le": np.less_equal,
-               "gt": np.greater, "ge": np.greater_equal}.items():
-    for _t in ("i32", "u32", "i64", "u64"):
-        if _n != "lg":
-            VALU_OPS[f"v_cmp_{_n}_{_t}"] = ((_t, _t), "mask", _f)
-for _n, _f in {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-               "lg": lambda a, b: (a < b) | (a > b), "neq": lambda a, b: ~np.equal(a, b),
-               "nlt": lambda a, b: ~np.less(a, b), "nle": lambda a, b: ~np.less_equal(a, b),
-               "ngt": lambda a, b: ~np.greater(a, b), "nge": lambda a, b: ~np.greater_equal(a, b),
-               "nlg": lambda a, b: ~((a < b) | (a > b)), "o": lambda a, b: ~(np.isnan(a) | np.isnan(b)),
-               "u": lambda a, b: np.isnan(a) | np.isnan(b)}.items():
-    VALU_OPS[f"v_cmp_{_n}_f32"] = (("f32", "f32"), "mask", _f)
 
 _FLOAT_KINDS = ("f32", "f16", "f64")
 _HIGH_RULE = ("v_cvt_f16_f32",)  # non-true16 16-bit results whose high-half rule is known
@@ -285,7 +121,10 @@ def _base_name(m: str, ctx: Ctx, ins: Instr) -> str:
     return m
 
 
-def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
+_Run = Callable[[np.ndarray, np.ndarray], Callable[[], None]]
+
+
+def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
     """Compile one VALU instruction into ``run(act) -> commit``: ``run`` reads sources and computes,
     ``commit()`` writes — separated so both halves of a VOPD pair read before either writes."""
     if ins.mnemonic.endswith("_sdwa"):
