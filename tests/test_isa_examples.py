@@ -18,7 +18,7 @@ import pytest
 import tilesim as ts
 from tilesim.isa import emulate_program
 
-EXAMPLES = ("gemm", "gemm_abt", "int8_gemm", "lds_gemm", "fp8_gemm")
+EXAMPLES = ("gemm", "gemm_abt", "int8_gemm", "lds_gemm", "fp8_gemm", "port_cdna3")
 
 
 def _cases() -> list[tuple[str, int]]:
