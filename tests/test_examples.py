@@ -434,7 +434,9 @@ def test_planted_gfx12_accumulator_on_gfx11():
 
 def test_planted_missing_barrier_is_a_race():
     prog = lds_gemm.lds_gemm.specialize(target="gfx1201", M=32, N=32, K=48, drop_barrier=True)
-    assert ts.check(prog).ok  # a race is not a layout error: only the simulator sees it
+    found = ts.check(prog)  # the race is seen statically too (issue 13, item 7)
+    assert not found.ok and "missing ts.barrier()" in found.errors[0].message
+    assert ts.check(lds_gemm.lds_gemm.specialize(target="gfx1201", M=32, N=32, K=48)).ok
     rep = ts.simulate(prog, **lds_gemm.inputs(prog)).report
     assert rep.race_count > 0 and "no barrier between" in rep.races[0]
 

@@ -269,8 +269,19 @@ def test_element_type_with_no_instruction_is_refused():
 
 def test_unsigned_int8_and_fnuz_fp8_have_no_counterpart():
     # RDNA4 iu8 WMMA without NEG bits reads u8 x u8 (RDNA4 ISA §7.9); CDNA3 MFMA reads signed i8 only
-    unsigned = int8_gemm.programs(M=32, N=32, K=32, signed=False)[1]
-    assert unsigned.target == "gfx1201"
+    @ts.kernel
+    def u8_gemm(A: ts.Tensor["u8", "M", "K"], B: ts.Tensor["u8", "K", "N"], C: ts.Tensor["i32", "M", "N"],
+                *, mma="v_wmma_i32_16x16x16_iu8"):
+        op = ts.mma_op(mma)
+        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc = ts.zeros(op.layout("C"), "i32")
+        for k in ts.range(0, A.shape[1], op.k):
+            acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+    unsigned = u8_gemm.specialize(target="gfx1201", M=32, N=32, K=32)
+    assert ts.check(unsigned).ok
     with pytest.raises(ts.PortError, match=r"gfx942 has no wave64 matrix instruction reading A x B \+ C = u8 x u8 "
                                            r"\+ i32 .*reads: .*i8 x i8 \+ i32"):
         ts.port(unsigned, "gfx942")

@@ -6,24 +6,39 @@
   a K permutation shared by A and B is reported as "equivalent, but not the hardware layout";
 * element types against the instruction's operand types;
 * instructions the target lacks, and wave sizes;
-* LDS bytes and a VGPR estimate against the target's budget, with occupancy.
+* LDS bytes and a VGPR estimate against the target's budget, with occupancy;
+* numerics traps: signed tensors read as unsigned (and the reverse) by the NEG signedness bits of
+  iu8/iu4 rows, fp8 of one flavour (OCP/FNUZ) fed to an instruction of the other, loads and stores
+  whose fragment type is not the tensor's (the device moves the bits, it does not convert);
+* what the simulator and the code generator cannot represent (:func:`structure`): fragment
+  layouts with several elements in one register slot, multi-block instructions, ``convert``
+  between tiles of different shapes, fragments for another wave size, values used out of scope;
+* memory (:mod:`tilesim.ir.accesses`): every output element written exactly once, accesses out of
+  bounds, LDS races (a missing barrier).
+
+``check`` OK means ``simulate`` runs the program without error and the result is what the device
+computes; ``simulate`` itself refuses the :func:`structure` errors.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from tilesim.errors import TilesimError, VerifyError
+from tilesim.errors import TargetError, TilesimError, VerifyError
 from tilesim.targets import get_target, occupancy
+from tilesim.ir.accesses import analyse
+from tilesim.ir.analysis import lds_estimate, vgpr_estimate
 from tilesim.ir.core import Op, Program, Value
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.numerics import signed_types
 
-__all__ = ["check", "CheckReport", "Finding", "compare_layouts"]
+__all__ = ["check", "structure", "CheckReport", "Finding", "compare_layouts"]
 
 
 @dataclass(frozen=True)
@@ -88,29 +103,149 @@ def check(prog: Program) -> CheckReport:
         raise TilesimError(f"check() takes a specialised Program, got {type(prog).__name__}")
     rep = CheckReport(prog)
     t = get_target(prog.target)
-    if prog.wave_size not in t.wave_sizes:
-        rep.findings.append(Finding("error", "program", f"{t.name} has no wave{prog.wave_size}; wave sizes {t.wave_sizes}"))
-    lds = 0
+    rep.findings += structure(prog)
+    sources = _sources(prog)
     for i, op in enumerate(prog.walk()):
         where = f"op {i} ({op.kind})"
-        if op.kind == "lds_alloc":
-            lds += -(-op.out.lds.bytes // 16) * 16
         if op.kind == "mma":
-            _check_mma(rep, op, prog, where)
+            _check_mma(rep, op, prog, where, sources)
         if op.kind == "elementwise":
             _check_elementwise(rep, op, where)
+        if op.kind in ("load", "store"):
+            _check_global_type(rep, op, prog, where)
+    if not any(f.severity == "error" for f in rep.findings):  # the analysis needs well-formed IR
+        notes, _ = analyse(prog)
+        rep.findings += [Finding(n.severity, n.where, n.message) for n in notes]
+    lds = lds_estimate(prog)
     rep.lds_bytes = lds
     if lds > t.lds_bytes:
         rep.findings.append(Finding("error", "program", f"LDS use {lds} bytes exceeds {t.name}'s {t.lds_bytes} bytes"))
-    from tilesim.wave.sim import _vgpr_estimate
-
-    rep.vgprs = _vgpr_estimate(prog)
+    rep.vgprs = vgpr_estimate(prog)
     if rep.vgprs > t.max_vgprs_per_wave:
         rep.findings.append(Finding("error", "program", f"~{rep.vgprs} VGPRs per wave exceeds {t.name}'s "
                                                         f"{t.max_vgprs_per_wave}"))
-    else:
-        rep.occupancy = occupancy(t, rep.vgprs, prog.wave_size)
+    elif prog.wave_size in t.wave_sizes:
+        try:
+            rep.occupancy = occupancy(t, rep.vgprs, prog.wave_size)
+        except TargetError as e:  # a budget the target's table cannot place: a finding, not a crash
+            rep.findings.append(Finding("error", "program", str(e)))
     return rep
+
+
+def structure(prog: Program) -> list[Finding]:
+    """Errors that make a program impossible to simulate or emit as written (cheap, no scalar
+    evaluation): wave size, fragment layouts, ``convert`` shapes, multi-block instructions,
+    values read before their definition or outside the block that defines them."""
+    out: list[Finding] = []
+    t = get_target(prog.target)
+    if prog.wave_size not in t.wave_sizes:
+        out.append(Finding("error", "program", f"{t.name} runs wave{'/'.join(map(str, t.wave_sizes))}; the program is "
+                                               f"wave{prog.wave_size} (re-specialise it for {t.name}, or use "
+                                               "tilesim.port)"))
+    seen: set[int] = set()
+
+    def frag(v: Value, where: str) -> None:
+        if v.id in seen or v.kind != "frag" or v.layout is None:
+            return
+        seen.add(v.id)
+        lay = v.layout
+        lanes = dict(lay.in_dims).get("lane")
+        if lanes != prog.wave_size:
+            out.append(Finding("error", where, f"fragment {v.short()} has {lanes} lanes; the program runs "
+                                               f"wave{prog.wave_size}"))
+        blocks = dict(lay.out_dims).get("block", 1)
+        if blocks != 1:
+            out.append(Finding("error", where, f"fragment {v.short()} has {blocks} blocks: multi-block instructions "
+                                               "(e.g. v_mfma_f32_4x4x4f16) are not yet usable in tile programs"))
+        elif not lay.is_function():
+            hw, _ = lay.pairs()
+            keys, counts = np.unique(hw, axis=0, return_counts=True)
+            at = dict(zip(lay.in_names, (int(x) for x in keys[counts > 1][0])))
+            lane, slot = at.get("lane", 0), at.get("slot", 0)
+            out.append(Finding("error", where, f"fragment {v.short()}: one register slot holds several elements "
+                                               f"(e.g. lane {lane}, slot {slot} holds {len(lay.elements_at(lane=lane, slot=slot))}); a "
+                                               "register holds one value: use a layout with one element per slot"))
+
+    def visit(block: Any, scope: set[int]) -> None:
+        for op in block.ops:
+            where = f"op {index[id(op)]} ({op.kind})"
+            for a in op.args:
+                if isinstance(a, Value) and a.kind != "none" and a.id not in scope:
+                    out.append(Finding("error", where, f"reads {a.short()}, which is not defined before this op in "
+                                                       "its block or an enclosing one"))
+            for v in (op.out, *[a for a in op.args if isinstance(a, Value)]):
+                if v is not None:
+                    frag(v, where)
+            if op.kind == "convert" and op.out is not None and isinstance(op.args[0], Value) \
+                    and op.args[0].layout is not None and op.out.layout is not None:
+                a, b = dict(op.args[0].layout.out_dims), dict(op.out.layout.out_dims)
+                if a != b:
+                    out.append(Finding("error", where, f"convert from a {_shape(a)} tile to a {_shape(b)} tile: convert "
+                                                       "moves the same tile between layouts; the shapes must agree"))
+            if op.kind == "mma":
+                try:
+                    row = lookup(op.attr("instr"), prog.target)
+                    if row.blocks != 1:
+                        out.append(Finding("error", where, f"{row.mnemonic} has {row.blocks} blocks: multi-block "
+                                                           "instructions are not yet usable in tile programs"))
+                except TilesimError:
+                    pass  # reported with the mma checks
+            if op.kind == "loop":
+                inner = set(scope) | {op.out.id} | {i.id for i, _ in op.attr("carried") or ()}
+                visit(op.attr("body"), inner)
+                # after the loop: its counter, and the final value of each carried value (the body's
+                # other values are the last trip's, and exist only when it ran: see accesses)
+                scope |= inner | _defs(op.attr("body"))
+                scope.add(op.out.id)
+                continue
+            if op.kind == "branch":
+                visit(op.attr("body"), set(scope))  # values defined in a branch stay in it
+            if op.out is not None:
+                scope.add(op.out.id)
+
+    index = {id(op): i for i, op in enumerate(prog.walk())}
+    visit(prog.body, set())
+    return out
+
+
+def _defs(b: Any) -> set[int]:
+    out = set()
+    for op in b.ops:
+        if op.out is not None:
+            out.add(op.out.id)
+    return out
+
+
+def _shape(dims: dict[str, int]) -> str:
+    return "x".join(str(n) for n in dims.values())
+
+
+def _sources(prog: Program) -> dict[int, str]:
+    """Fragment value id -> the tensor it was loaded from (through converts and shuffles)."""
+    out: dict[int, str] = {}
+    for op in prog.walk():
+        if op.out is None:
+            continue
+        if op.kind == "load":
+            out[op.out.id] = op.attr("tensor")
+        elif op.kind in ("convert", "shuffle") and isinstance(op.args[0], Value) and op.args[0].id in out:
+            out[op.out.id] = out[op.args[0].id]
+    return out
+
+
+def _check_global_type(rep: CheckReport, op: Op, prog: Program, where: str) -> None:
+    v = op.out if op.kind == "load" else op.args[0]
+    if not isinstance(v, Value) or not v.dtype:
+        return
+    tp = prog.tensor(op.attr("tensor"))
+    fd, td = dtype(v.dtype), dtype(tp.dtype)
+    if fd.name != td.name and fd.reg_bits == td.reg_bits:
+        verb = "loads" if op.kind == "load" else "stores"
+        rep.findings.append(Finding("error", where, f"{verb} tensor {tp.name} ({td.name}) as a {fd.name} fragment: the "
+                                                    f"device moves the {td.reg_bits}-bit patterns unchanged, so a "
+                                                    f"{td.name} value is read as the {fd.name} with the same bits "
+                                                    "(e.g. -1 as 255, or the other fp8 flavour); load it as "
+                                                    f"{td.name} and ts.cast it"))
 
 
 def _check_elementwise(rep: CheckReport, op: Op, where: str) -> None:
@@ -134,7 +269,7 @@ def _check_elementwise(rep: CheckReport, op: Op, where: str) -> None:
                                 + "; ".join(diff)))
 
 
-def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str) -> None:
+def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dict[int, str] | None = None) -> None:
     try:
         row = lookup(op.attr("instr"), prog.target)
     except TilesimError as e:
@@ -144,16 +279,28 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str) -> None:
         rep.findings.append(Finding("error", where, f"{row.mnemonic} needs wave{'/'.join(map(str, row.wave_sizes))}; "
                                                     f"the program runs wave{prog.wave_size}"))
         return
+    if row.blocks != 1:
+        return  # refused by structure()
     mods = {k: v for k, v in (op.attr("modifiers") or ()) if k in ("cbsz", "abid", "blgp", "opsel")}
+    neg = dict(op.attr("modifiers") or ()).get("neg", 0)
+    try:
+        eff = signed_types(row, int(neg))[0] if isinstance(neg, int) else None
+    except (TilesimError, TypeError, ValueError):
+        eff = None
     perms = {}
     for name, v in zip("ABC", op.args):
         if not isinstance(v, Value) or v.kind != "frag" or v.layout is None:
             rep.findings.append(Finding("error", f"{where} operand {name}", f"not a fragment: {v!r}"[:200]))
             continue
-        want_t = dtype(row.types["ABC".index(name)])
+        want_t = eff["ABC".index(name)] if eff is not None else dtype(row.types["ABC".index(name)])
         if v.dtype and dtype(v.dtype).reg_bits != want_t.reg_bits:
             rep.findings.append(Finding("error", f"{where} operand {name}",
                                         f"{v.dtype} fragment but {row.mnemonic} reads {want_t.name}"))
+            continue
+        if v.dtype and dtype(v.dtype).name != want_t.name:
+            rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}",
+                                        _type_trap(row, name, v, dtype(v.dtype), want_t, int(neg or 0), prog,
+                                                   (sources or {}).get(v.id))))
             continue
         hw = row.layout(name, wave_size=prog.wave_size, **mods)
         diff = compare_layouts(v.layout, hw, name)
@@ -175,3 +322,35 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str) -> None:
                 rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}",
                                             f"k permuted on {name} only (k {moved[:8]} moved): the product changes; "
                                             f"{first}"))
+
+
+# What each fp8 flavour means (CDNA3 ISA §7.1.3 "fp8 and bf8"; OCP 8-bit FP spec v1.0).
+_FLAVOUR = {"fnuz": "FNUZ (e4m3 bias 8 / e5m2 bias 16, NaN only at 0x80)",
+            "ocp": "OCP (e4m3 bias 7 / e5m2 bias 15, 0x80 = -0)"}
+
+
+def _type_trap(row: Any, name: str, v: Value, have: Any, want: Any, neg: int, prog: Program, tensor: str | None) -> str:
+    """Why an operand's element type is not what the instruction reads, in the user's terms."""
+    what = f"tensor {tensor} ({have.name})" if tensor else f"fragment {v.short()} ({have.name})"
+    if have.kind in ("int", "uint") and want.kind in ("int", "uint") and have.bits == want.bits:
+        mod = row.modifier("neg")
+        if mod is not None and mod.kind == "signedness" and name in "AB":
+            bit = 1 if name == "A" else 2
+            fix = (f"set neg bit {bit - 1} (neg={neg | bit}) to read {name} signed" if have.kind == "int" else
+                   f"clear neg bit {bit - 1} (neg={neg & ~bit}) to read {name} unsigned")
+            return (f"{what} is read as {want.name} by {row.mnemonic} with neg={neg}: "
+                    + ("negative values read as 2^" + f"{want.bits} + v (-1 as {2 ** want.bits - 1})"
+                       if have.kind == "int" else f"values >= 2^{want.bits - 1} read as negative")
+                    + f"; {fix}")
+        return (f"{what} is read as {want.name} by {row.mnemonic}: "
+                + (f"negative values read as 2^{want.bits} + v" if have.kind == "int" else
+                   f"values >= 2^{want.bits - 1} read as negative") + "; use a tensor of the instruction's type")
+    flav = {n: n.rsplit("_", 1)[-1] for n in (have.name, want.name) if n.endswith(("_fnuz", "_ocp"))}
+    if len(flav) == 2 and flav[have.name] != flav[want.name]:
+        t = get_target(prog.target)
+        return (f"{what} is fp8 {_FLAVOUR[flav[have.name]]}, but {row.mnemonic} on {t.name} (an fp8 "
+                f"{(t.fp8 or flav[want.name]).upper()} target) reads {want.name}, {_FLAVOUR[flav[want.name]]}: the "
+                "same byte is a different number (0x40 is 2.0 OCP, 1.0 FNUZ); declare the tensor "
+                f"{want.name} or convert it")
+    return (f"{what} but {row.mnemonic} reads {name} as {want.name}: the same {want.reg_bits}-bit patterns mean "
+            f"other numbers; ts.cast to {want.name}")

@@ -30,6 +30,7 @@ import numpy as np
 
 from tilesim.errors import TilesimError, VerifyError
 from tilesim.targets import get_target
+from tilesim.ir.analysis import vgpr_estimate
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
@@ -605,39 +606,6 @@ class _Sim:
         self.active = saved
 
 
-def _vgpr_estimate(prog: Program) -> int:
-    """Registers of all fragments live at once, assuming each value lives from definition to
-    its last use (loop-carried values live through their loop)."""
-    ops = prog.walk()
-    last: dict[int, int] = {}
-    first: dict[int, tuple[int, int]] = {}
-    for i, op in enumerate(ops):
-        if op.out is not None and op.out.kind == "frag" and op.out.layout is not None:
-            first[op.out.id] = (i, op.out.layout.registers_per_lane())
-        for a in op.args:
-            if isinstance(a, Value):
-                last[a.id] = i
-        if op.kind == "loop":
-            end = i + len([1 for _ in _walk_block(op.attr("body"))])
-            for init, nxt in op.attr("carried"):
-                last[init.id] = max(last.get(init.id, 0), end)
-                last[nxt.id] = max(last.get(nxt.id, 0), end)
-    peak = 0
-    for i in range(len(ops)):
-        live = sum(r for vid, (s, r) in first.items() if s <= i <= last.get(vid, s))
-        peak = max(peak, live)
-    return peak
-
-
-def _walk_block(b: Block) -> list[Op]:
-    out = []
-    for op in b.ops:
-        out.append(op)
-        if op.kind in ("loop", "branch"):
-            out += _walk_block(op.attr("body"))
-    return out
-
-
 def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (), **arrays: np.ndarray) -> SimResult:
     """Run ``prog`` on the given input tensors (numpy arrays); returns outputs and a report.
 
@@ -648,7 +616,7 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
         raise TilesimError(f"simulate() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
     sim = _Sim(prog, arrays, exact, tuple(trace))
     sim.run(prog.body)
-    sim.rep.vgprs = _vgpr_estimate(prog)
+    sim.rep.vgprs = vgpr_estimate(prog)
     outs = {}
     for tp in prog.tensors:
         if tp.output:

@@ -1,0 +1,479 @@
+"""Static memory analysis of a specialised program: coverage, bounds, LDS races, def-before-use.
+
+The scalar part of a program (tile ids, wave id, loop counters, index arithmetic) is evaluated for
+every (workgroup, wave) at once, and for every trip of a loop at once (a loop adds a leading axis
+to the scalar arrays), without running any fragment math. From the scalars and each access's
+fragment layout follow, as arrays:
+
+* **coverage** — the set of elements each store writes; every element of an output tensor must be
+  written exactly once per (workgroup, wave): unwritten elements are named with the store, the
+  lane and VGPR that would hold them and the tile id that would have stored them; two waves or
+  workgroups writing one element are a write race;
+* **bounds** — global loads/stores outside their tensor (masked: a warning with the count); LDS
+  accesses outside their buffer (an error: the simulator refuses, the device corrupts memory);
+* **LDS races** — two waves of a workgroup touching the same LDS byte, at least one writing, with no
+  barrier between (a loop touching LDS runs trip by trip here, so its order is kept);
+* **structure** — values used before their definition, after the branch that defined them or after
+  a loop that runs no trip; loop bounds that differ between waves; divisions by zero; ``tile_id``
+  axes outside the grid.
+
+Work is bounded: when the arrays would exceed :data:`BUDGET` elements the analysis says so as a
+warning instead of allocating (the program is not declared covered).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilesim.ir.core import Block, Op, Program, Value
+
+__all__ = ["analyse", "Note", "BUDGET"]
+
+BUDGET = 1 << 26  # elements of one analysis array (int64: 512 MiB would be 2^26); larger -> "not checked"
+_SEQ_TRIPS = 1 << 16  # trips x body ops run one by one at most (loops with carried scalars or LDS)
+_BINOPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
+           "min": np.minimum, "max": np.maximum, "<": np.less, ">=": np.greater_equal, "==": np.equal}
+
+
+@dataclass(frozen=True)
+class Note:
+    """One finding of the analysis (the verifier turns it into a :class:`~tilesim.ir.verify.Finding`)."""
+
+    severity: str  # error | warning
+    where: str
+    message: str
+    simulate: bool = False  # the simulator cannot run the program (it refuses with a typed error)
+
+
+class _Skip(Exception):
+    """The analysis cannot follow this program (too large, data-dependent): say so, do not guess."""
+
+
+@dataclass
+class _Store:
+    op: int  # index in program order
+    tensor: str
+    flat: np.ndarray  # int64[instances, records] element index, -1 where masked
+    g: np.ndarray  # int64[instances] (workgroup, wave) index of each instance
+    origin: np.ndarray  # int64[instances, 2] (row0, col0)
+    value: Value
+    transpose: bool
+
+
+def _records(v: Value, transpose: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row offset, col offset, (lane, vgpr)) of every record of a fragment's layout."""
+    assert v.layout is not None
+    rec = v.layout.location_array()
+    r, c = (rec[:, 2], rec[:, 1]) if transpose else (rec[:, 1], rec[:, 2])
+    return r, c, rec[:, [4, 3]]
+
+
+class _Static:
+    def __init__(self, prog: Program, grid: tuple[int, ...] | None = None, races: bool = True) -> None:
+        self.p = prog
+        self.grid = grid or prog.grid
+        self.nwg = int(np.prod(self.grid))
+        self.W = prog.waves_per_workgroup
+        self.G = self.nwg * self.W
+        if self.G > BUDGET:
+            raise _Skip(f"{self.G} (workgroup, wave) pairs")
+        self.wg_of = np.repeat(np.arange(self.nwg), self.W)
+        self.wave_of = np.tile(np.arange(self.W), self.nwg)
+        self.scal: dict[int, np.ndarray] = {}
+        self.defined: set[int] = set()
+        self.notes: list[Note] = []
+        self.stores: list[_Store] = []
+        self.oob: dict[tuple[str, str], list[Any]] = {}  # (tensor, load/store) -> [count, first message]
+        self.index = 0
+        self.op_index: dict[int, int] = {id(op): i for i, op in enumerate(prog.walk())}
+        self.seen_where: set[str] = set()
+        # LDS: buffer id -> byte offset; race state per (workgroup, byte) only when several waves share LDS
+        self.lds_at: dict[int, int] = {}
+        self.lds_top = 0
+        self.races = races and self.W > 1
+        self.epoch = 0
+        self.race_count = 0
+
+    # ------------------------------------------------------------------ helpers
+    def note(self, severity: str, where: str, message: str, simulate: bool = False) -> None:
+        if (where, message) in self.seen_where:
+            return
+        self.seen_where.add((where, message))  # type: ignore[arg-type]
+        self.notes.append(Note(severity, where, message, simulate))
+
+    def where(self, op: Op) -> str:
+        return f"op {self.op_index.get(id(op), '?')} ({op.kind})"
+
+    def scalar(self, a: Any, op: Op) -> np.ndarray:
+        if isinstance(a, Value):
+            if a.id not in self.scal:
+                raise _Skip(f"{self.where(op)} reads %{a.id}, which has no value here")
+            return self.scal[a.id]
+        return np.asarray(int(a), np.int64)
+
+    def full(self, x: np.ndarray, lead: tuple[int, ...]) -> np.ndarray:
+        return np.broadcast_to(x, (*lead, self.G))
+
+    def use(self, op: Op, scope: set[int]) -> bool:
+        """Every value an op reads is defined in scope; notes the first that is not."""
+        for a in op.args:
+            if isinstance(a, Value) and a.id not in scope:
+                why = ("defined later or never" if a.id not in self.defined else
+                       "defined inside a branch or a loop that may not run, and read outside it")
+                self.note("error", self.where(op), f"reads {a.short()}, {why}; the simulator and the device have no "
+                          "value for it", simulate=True)
+                return False
+        return True
+
+    # ------------------------------------------------------------------ walk
+    def run(self, block: Block, lead: tuple[int, ...], active: np.ndarray, scope: set[int]) -> None:
+        for op in block.ops:
+            ok = self.use(op, scope)
+            if op.out is not None:
+                self.defined.add(op.out.id)
+            if not ok:
+                if op.out is not None:
+                    scope.add(op.out.id)  # one note per missing value, not one per use downstream
+                continue
+            getattr(self, "op_" + op.kind, self.op_other)(op, lead, active, scope)
+            if op.out is not None and op.kind != "loop":
+                scope.add(op.out.id)
+
+    def op_other(self, op: Op, lead: tuple[int, ...], active: np.ndarray, scope: set[int]) -> None:
+        pass
+
+    def op_const(self, op: Op, lead, active, scope) -> None:
+        v = op.attr("value")
+        if not isinstance(v, int) or isinstance(v, bool):
+            self.note("error", self.where(op), f"constant {v!r} is not an integer", simulate=True)
+            raise _Skip("a non-integer constant")
+        self.scal[op.out.id] = np.asarray(v, np.int64)
+
+    def op_tile_id(self, op: Op, lead, active, scope) -> None:
+        axis = op.attr("axis")
+        if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < len(self.grid):
+            self.note("error", self.where(op), f"tile_id axis {axis!r} is not an axis of the grid {self.p.grid} "
+                      f"(axes 0..{len(self.p.grid) - 1})", simulate=True)
+            raise _Skip("a tile_id axis outside the grid")
+        self.scal[op.out.id] = np.unravel_index(self.wg_of, self.grid, order="F")[axis].astype(np.int64)
+
+    def op_wave_id(self, op: Op, lead, active, scope) -> None:
+        self.scal[op.out.id] = self.wave_of.astype(np.int64)
+
+    def op_binop(self, op: Op, lead, active, scope) -> None:
+        f = _BINOPS.get(op.attr("op"))
+        if f is None:
+            self.note("error", self.where(op), f"unknown scalar operator {op.attr('op')!r}; operators: "
+                      f"{', '.join(_BINOPS)}", simulate=True)
+            raise _Skip("an unknown operator")
+        a, b = (self.scalar(x, op) for x in op.args)
+        if op.attr("op") in ("//", "%") and bool(((np.broadcast_to(b, np.broadcast_shapes(b.shape, active.shape)) == 0)
+                                                   & active).any()):
+            self.note("error", self.where(op), f"integer {op.attr('op')} by zero on some (workgroup, wave)")
+        with np.errstate(all="ignore"):
+            self.scal[op.out.id] = f(a, b).astype(np.int64)
+
+    def op_load(self, op: Op, lead, active, scope) -> None:
+        self._global(op, op.out, op.args[0], op.args[1], lead, active, store=False)
+
+    def op_store(self, op: Op, lead, active, scope) -> None:
+        self._global(op, op.args[0], op.args[1], op.args[2], lead, active, store=True)
+
+    def _global(self, op: Op, v: Value, r0: Any, c0: Any, lead: tuple[int, ...], active: np.ndarray,
+                store: bool) -> None:
+        name = op.attr("tensor")
+        rows, cols = self.p.tensor(name).shape
+        rr, cc, lane_vgpr = _records(v, bool(op.attr("transpose")))
+        row0, col0 = self.full(self.scalar(r0, op), lead), self.full(self.scalar(c0, op), lead)
+        act = np.broadcast_to(active, row0.shape)
+        # bounds from the extents: O(instances), not O(instances x records)
+        inside = ((row0 + rr.min() >= 0) & (row0 + rr.max() < rows) & (col0 + cc.min() >= 0) & (col0 + cc.max() < cols))
+        if not store and bool((inside | ~act).all()):
+            return
+        n = int(act.sum())
+        if n * rr.size > BUDGET:
+            raise _Skip(f"{n * rr.size} element accesses at {self.where(op)}")
+        g = np.broadcast_to(np.arange(self.G), row0.shape)[act]
+        R, C = row0[act][:, None] + rr, col0[act][:, None] + cc
+        ok = (R >= 0) & (R < rows) & (C >= 0) & (C < cols)
+        if not ok.all():
+            i, j = (int(x) for x in np.argwhere(~ok)[0])
+            key = (name, "store to" if store else "load from")
+            entry = self.oob.setdefault(key, [0, f"{self.where(op)}: {key[1]} {name}[{int(R[i, j])}][{int(C[i, j])}] "
+                                                  f"(shape {rows}x{cols}) by workgroup {int(self.wg_of[g[i]])}, wave "
+                                                  f"{int(self.wave_of[g[i]])}, lane {int(lane_vgpr[j, 0])}, VGPR "
+                                                  f"{int(lane_vgpr[j, 1])}"])
+            entry[0] += int((~ok).sum())
+        if store:
+            flat = np.where(ok, R * cols + C, -1)
+            self.stores.append(_Store(self.op_index.get(id(op), -1), name, flat, g,
+                                      np.stack([row0[act], col0[act]], 1), v, bool(op.attr("transpose"))))
+
+    # ------------------------------------------------------------------ LDS
+    def op_lds_alloc(self, op: Op, lead, active, scope) -> None:
+        self.lds_at[op.out.id] = self.lds_top
+        self.lds_top += -(-op.out.lds.bytes // 16) * 16
+        if self.races:
+            if self.nwg * self.lds_top * (self.W + 1) > BUDGET:
+                self.races = False
+                self.note("warning", "program", f"LDS races not checked: {self.nwg} workgroups x {self.lds_top} bytes "
+                          "is over the analysis budget")
+                return
+            grow = self.lds_top - getattr(self, "last_writer", np.zeros((self.nwg, 0))).shape[1]
+            pad = ((0, 0), (0, grow))
+            self.last_writer = np.pad(getattr(self, "last_writer", np.zeros((self.nwg, 0), np.int64)), pad,
+                                      constant_values=-1)
+            self.write_epoch = np.pad(getattr(self, "write_epoch", np.zeros((self.nwg, 0), np.int64)), pad,
+                                      constant_values=-1)
+            self.read_epoch = np.pad(getattr(self, "read_epoch", np.zeros((self.nwg, self.W, 0), np.int64)),
+                                     ((0, 0), (0, 0), (0, grow)), constant_values=-1)
+
+    def op_barrier(self, op: Op, lead, active, scope) -> None:
+        self.epoch += 1
+
+    def op_lds_store(self, op: Op, lead, active, scope) -> None:
+        self._lds(op, op.args[0], op.args[1], op.args[2], op.args[3], lead, active, write=True)
+
+    def op_lds_load(self, op: Op, lead, active, scope) -> None:
+        self._lds(op, op.args[0], op.out, op.args[1], op.args[2], lead, active, write=False)
+
+    def _lds(self, op: Op, buf: Value, v: Value, r0: Any, c0: Any, lead: tuple[int, ...], active: np.ndarray,
+             write: bool) -> None:
+        lay = buf.lds
+        rr, cc, _ = _records(v, False)
+        row0, col0 = self.full(self.scalar(r0, op), lead), self.full(self.scalar(c0, op), lead)
+        act = np.broadcast_to(active, row0.shape)
+        inside = (row0 + rr.min() >= 0) & (row0 + rr.max() < lay.rows) & (col0 + cc.min() >= 0) & (col0 + cc.max() < lay.cols)
+        bad = act & ~inside
+        if bad.any():
+            g = int(np.argwhere(bad)[0][-1])
+            self.note("error", self.where(op), f"{'lds_store to' if write else 'lds_load from'} {buf.short()} leaves its "
+                      f"{lay.rows}x{lay.cols} buffer: rows {int(row0[bad].min() + rr.min())}..{int(row0[bad].max() + rr.max())}, "
+                      f"cols {int(col0[bad].min() + cc.min())}..{int(col0[bad].max() + cc.max())} "
+                      f"(workgroup {int(self.wg_of[g])}, wave {int(self.wave_of[g])})", simulate=True)
+            return
+        if not self.races or buf.id not in self.lds_at:
+            return
+        if lead:  # ordering across trips matters: loops touching LDS run trip by trip (see _loop)
+            raise _Skip("LDS accessed in a loop evaluated all at once")
+        self._race(op, buf, lay.offset(row0[:, None] + rr, col0[:, None] + cc) + self.lds_at[buf.id],
+                   lay.elem_bytes, active, write)
+
+    def _race(self, op: Op, buf: Value, addr: np.ndarray, eb: int, active: np.ndarray, write: bool) -> None:
+        byte = (addr[:, :, None] + np.arange(eb)).reshape(self.G, -1)
+        act = np.broadcast_to(np.broadcast_to(active, (self.G,))[:, None], byte.shape)
+        wg = np.broadcast_to(self.wg_of[:, None], byte.shape)[act]
+        wave = np.broadcast_to(self.wave_of[:, None], byte.shape)[act]
+        b = byte[act]
+        lw, we = self.last_writer[wg, b], self.write_epoch[wg, b]
+        conflict = (lw >= 0) & (lw != wave) & (we == self.epoch)
+        if write:
+            others = self.read_epoch[wg, :, b] == self.epoch
+            others[np.arange(wave.size), wave] = False
+            conflict |= others.any(1)
+            key = wg * (1 << 32) + b
+            order = np.argsort(key, kind="stable")
+            same = (key[order][1:] == key[order][:-1]) & (wave[order][1:] != wave[order][:-1])
+            conflict[order[1:][same]] = True
+        if conflict.any():
+            i = int(np.flatnonzero(conflict)[0])
+            self.race_count += int(conflict.sum())
+            self.note("error", self.where(op), f"LDS race on {buf.short()}: workgroup {int(wg[i])}, wave {int(wave[i])} "
+                      f"{'writes' if write else 'reads'} byte {int(b[i])}, which another wave of the workgroup "
+                      f"{'reads or writes' if write else 'writes'} with no barrier between (a missing ts.barrier())")
+        if write:
+            self.last_writer[wg, b] = wave
+            self.write_epoch[wg, b] = self.epoch
+        else:
+            self.read_epoch[wg, wave, b] = self.epoch
+
+    # ------------------------------------------------------------------ control
+    def op_branch(self, op: Op, lead, active, scope) -> None:
+        cond = self.scalar(op.args[0], op) != 0
+        self.run(op.attr("body"), lead, active & cond, set(scope))  # values defined inside stay inside
+
+    def op_loop(self, op: Op, lead, active, scope) -> None:
+        bounds = []
+        for a, what in zip(op.args, ("start", "stop", "step")):
+            x = self.full(self.scalar(a, op), lead)
+            if not (x == x.reshape(-1)[0]).all():
+                if (x == x[..., :1]).all():  # uniform over the waves, varies with an outer loop's trip
+                    raise _Skip(f"loop {what} that depends on an outer loop")
+                self.note("error", self.where(op), f"loop {what} differs between workgroups/waves (the simulator and "
+                          "the code generator run uniform loops only)", simulate=True)
+                raise _Skip("a non-uniform loop")
+            bounds.append(int(x.reshape(-1)[0]))
+        start, stop, step = bounds
+        if step <= 0:
+            self.note("error", self.where(op), f"loop step {step} is not positive", simulate=True)
+            raise _Skip("a loop with a non-positive step")
+        trips = len(range(start, stop, step))
+        body = op.attr("body")
+        carried = op.attr("carried") or ()
+        inner = set(scope) | {op.out.id} | {i.id for i, _ in carried}
+        if trips == 0:
+            scope.update(i.id for i, _ in carried)
+            for init, nxt in carried:
+                scope.add(nxt.id)  # after a loop that does not run, its result is the initial value
+                if init.id in self.scal:
+                    self.scal[nxt.id] = self.scal[init.id]
+            self._defined_in(body)
+            return
+        body_ops = [o for o in _walk(body)]
+        sequential = any(i.kind == "scalar" for i, _ in carried) or (
+            self.races and any(o.kind in ("lds_store", "lds_load", "barrier") for o in body_ops))
+        if sequential:
+            if trips * max(1, len(body_ops)) > _SEQ_TRIPS:
+                raise _Skip(f"a loop of {trips} trips with loop-carried scalars or LDS accesses")
+            for it in range(start, stop, step):
+                self.scal[op.out.id] = np.asarray(it, np.int64)
+                s = set(inner)
+                self.run(body, lead, active, s)
+                for init, nxt in carried:
+                    if nxt.id in self.scal:
+                        self.scal[init.id] = self.scal[nxt.id]
+            final = s
+        else:
+            if trips * int(np.prod(lead, dtype=np.int64)) * self.G > BUDGET:
+                raise _Skip(f"a loop of {trips} trips over {self.G} waves")
+            k = np.arange(start, stop, step, dtype=np.int64).reshape((trips,) + (1,) * (len(lead) + 1))
+            self.scal[op.out.id] = k
+            before = set(self.scal)
+            final = set(inner)
+            self.run(body, (trips, *lead), active, final)
+            for vid in set(self.scal) - before:  # after the loop: the last trip's value
+                x = self.scal[vid]
+                if x.ndim == len(lead) + 2:
+                    self.scal[vid] = x[-1]
+        scope.update(final)  # body values are the last trip's after the loop (it runs at least once)
+
+    def _defined_in(self, b: Block) -> None:
+        for o in _walk(b):
+            if o.out is not None:
+                self.defined.add(o.out.id)
+
+
+def _walk(b: Block) -> list[Op]:
+    out = []
+    for op in b.ops:
+        out.append(op)
+        if op.kind in ("loop", "branch"):
+            out += _walk(op.attr("body"))
+    return out
+
+
+# ---------------------------------------------------------------------------- coverage
+def _unique_cols(v: Value, transpose: bool) -> tuple[np.ndarray, bool]:
+    """Record columns holding distinct elements (replicas of an element counted once), and whether
+    the layout replicates any element (several lanes store the same element)."""
+    rr, cc, _ = _records(v, transpose)
+    _, first = np.unique(rr * (1 << 32) + cc, return_index=True)
+    return np.sort(first), first.size != rr.size
+
+
+def _coverage(st: _Static, prog: Program) -> None:
+    for t in prog.tensors:
+        stores = [s for s in st.stores if s.tensor == t.name]
+        if not t.output and not stores:
+            continue
+        rows, cols = t.shape
+        size = rows * cols
+        flats, gs = [], []
+        for s in stores:
+            keep, replicated = _unique_cols(s.value, s.transpose)
+            if replicated:
+                st.note("warning", f"op {s.op} (store)", f"the stored fragment's layout holds some elements of {t.name} "
+                        "in several lanes: each copy is written (harmless only when the copies agree)")
+            f = s.flat[:, keep]
+            flats.append(f.reshape(-1))
+            gs.append(np.repeat(s.g, f.shape[1]))
+        flat = np.concatenate(flats) if flats else np.zeros(0, np.int64)
+        g = np.concatenate(gs) if gs else np.zeros(0, np.int64)
+        sel = flat >= 0
+        flat, g = flat[sel], g[sel]
+        counts = np.bincount(flat, minlength=size)
+        if (counts == 0).any():
+            _unwritten(st, prog, t.name, counts, stores)
+        if counts.max(initial=0) > 1:
+            _written_twice(st, t.name, cols, counts, flat, g)
+
+
+def _unwritten(st: _Static, prog: Program, name: str, counts: np.ndarray, stores: list[_Store]) -> None:
+    rows, cols = prog.tensor(name).shape
+    missing = np.flatnonzero(counts == 0)
+    e = int(missing[0])
+    r, c = divmod(e, cols)
+    mr, mc = missing // cols, missing % cols
+    span = f"rows {int(mr.min())}-{int(mr.max())}, cols {int(mc.min())}-{int(mc.max())}"
+    head = f"{name}[{r}][{c}] is never written ({missing.size} of {counts.size} elements unwritten, within {span})"
+    if not stores:
+        st.note("error", "program", f"{head}: no store writes {name}")
+        return
+    st.note("error", f"op {stores[0].op} (store to {name})", f"{head}; {_who(st, prog, name, e)}")
+
+
+def _who(st: _Static, prog: Program, name: str, e: int) -> str:
+    """Which tile id, wave, lane and VGPR of a store would write element ``e``: the analysis re-run
+    on a larger grid (tile ids past the program's grid), the first instance that holds it."""
+    ext = tuple(2 * g + 1 for g in prog.grid)
+    try:
+        if int(np.prod(ext)) * prog.waves_per_workgroup > BUDGET // 16:
+            raise _Skip("grid")
+        big = _Static(prog, ext, races=False)
+        big.run(prog.body, (), np.ones(big.G, bool), set())
+    except _Skip:
+        return "no store of the program's tiling reaches it"
+    for s in big.stores:
+        if s.tensor != name:
+            continue
+        hit = np.argwhere(s.flat == e)
+        if hit.size:
+            i, j = (int(x) for x in hit[0])
+            g = int(s.g[i])
+            coords = tuple(int(x) for x in np.unravel_index(g // big.W, ext, order="F"))
+            _, _, lane_vgpr = _records(s.value, s.transpose)
+            inside = all(x < n for x, n in zip(coords, prog.grid))
+            why = ("that store does not run there (a branch skips it)" if inside else
+                   f"that tile id is outside the grid {prog.grid}")
+            return (f"op {s.op} would write it at {name}[{int(s.origin[i, 0])}:, {int(s.origin[i, 1])}:] from tile_id "
+                    f"{coords}, wave {g % big.W}, lane {int(lane_vgpr[j, 0])}, VGPR {int(lane_vgpr[j, 1])}, but {why}")
+    return "no store of the program's tiling reaches it at any tile id"
+
+
+def _written_twice(st: _Static, name: str, cols: int, counts: np.ndarray, flat: np.ndarray, g: np.ndarray) -> None:
+    multi = counts[flat] > 1
+    pairs = np.unique(flat[multi] * st.G + g[multi])
+    elem, who = pairs // st.G, pairs % st.G
+    writers = np.bincount(elem, minlength=counts.size)
+    race = np.flatnonzero(writers > 1)
+    if race.size:
+        e = int(race[0])
+        ws = who[elem == e][:2]
+        st.note("error", f"store to {name}", f"{name}[{e // cols}][{e % cols}] is written by "
+                f"{' and by '.join(f'workgroup {int(st.wg_of[x])}, wave {int(st.wave_of[x])}' for x in ws)} "
+                f"({race.size} elements written by more than one wave): a write race, the result depends on timing")
+        return
+    e = int(np.flatnonzero(counts > 1)[0])
+    st.note("warning", f"store to {name}", f"{name}[{e // cols}][{e % cols}] is written {int(counts[e])} times by one "
+            f"wave ({int((counts > 1).sum())} elements written more than once): the last write wins")
+
+
+def analyse(prog: Program) -> tuple[list[Note], int]:
+    """The notes of the static analysis of ``prog`` and the LDS race count it found."""
+    try:
+        st = _Static(prog)
+    except _Skip as e:
+        return [Note("warning", "program", f"memory accesses not analysed: {e} is over the analysis budget")], 0
+    try:
+        st.run(prog.body, (), np.ones(st.G, bool), set())
+    except _Skip as e:
+        st.notes.append(Note("warning", "program", f"coverage and races not analysed past this point: {e}"))
+        return st.notes, st.race_count
+    for (name, kind), (n, first) in st.oob.items():
+        st.note("warning", "program", f"{n} element {kind.split()[0]}s outside {name} (masked: loads read 0, stores "
+                f"are dropped), e.g. {first}")
+    _coverage(st, prog)
+    return st.notes, st.race_count
