@@ -22,7 +22,8 @@ layouts take the target's layouts for the same roles, mma ops the new instructio
 stays (see :func:`_rewrite`). The same check, screen and proof follow.
 
 Refused, with the reason: programs that fail ``check`` (a port proves equivalence to a correct
-program only); programs with no kernel origin whose tile has no same-shape counterpart, or
+program only) or race in LDS when simulated (a racy program has no single result to be equivalent
+to; a candidate port that races is set aside); programs with no kernel origin whose tile has no same-shape counterpart, or
 with fragments in other (wave-specific) layouts; element types with no
 instruction on the target (fp8 FNUZ on gfx942 has no equivalent on OCP-only gfx950/gfx12/sm_90:
 the same byte is a different number); shapes whose tiling does not divide the problem (the
@@ -307,6 +308,12 @@ def _screen(src: Program, new: Program, seed: int = 0) -> str | None:
     rng = np.random.default_rng(seed)
     arrays = {t.name: rng.integers(0, 4, t.shape).astype(np.float64) for t in src.tensors if not t.output}
     r1, r2 = simulate(src, **arrays), simulate(new, **arrays)
+    if r1.report.race_count:  # a racy source has no single meaning to be equivalent to
+        raise PortError(f"{src.name} on {src.target} races in LDS ({r1.report.race_count} racing accesses, e.g. "
+                        f"{r1.report.races[0]}); its result depends on timing, so no port can be proved equivalent")
+    if r2.report.race_count:
+        return (f"the ported program races in LDS ({r2.report.race_count} racing accesses, e.g. "
+                f"{r2.report.races[0]})")
     if r2.report.oob_count > r1.report.oob_count:
         first = r2.report.oob[0] if r2.report.oob else ""
         return (f"the tiling does not divide the problem ({_sizes(src)}): {r2.report.oob_count} out-of-bounds "
@@ -459,6 +466,9 @@ def port(prog: Program, target: str, *, instr: str | None = None, wave_size: int
             tried.append((row.mnemonic, why))
             continue
         ev = equivalent(prog, new, random_runs=random_runs, max_lines=max_lines)
+        if ev.source_races:  # equivalent() never calls racy runs equal; a racy source cannot be ported at all
+            raise PortError(f"{prog.name} on {prog.target} races in LDS on the proof's inputs ({ev.differences[0]}); "
+                            "fix the source first")
         if not ev.equal:
             tried.append((row.mnemonic, f"not equivalent: {ev.differences[0]}"))
             continue

@@ -5,6 +5,9 @@ distinct small integers and everything else of that tensor to zero (other inputs
 integers): a one-hot along K for each operand on its own, so a K permutation that A and B share
 — invisible to random data — still changes an output. Integer-valued inputs keep every product
 and sum exact, so outputs are compared exactly.
+
+A program whose run reports an LDS race is never equivalent to anything: the simulator resolves a
+race in one fixed order, the device in any order, so equal simulated outputs prove nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ class Equivalence:
     equal: bool
     runs: int
     differences: list[str] = field(default_factory=list)
+    source_races: int = 0  # racing LDS accesses of the first program, over every run
+    races: int = 0  # of the second
 
     def __bool__(self) -> bool:
         return self.equal
@@ -73,7 +78,17 @@ def equivalent(p1: Program, p2: Program, *, random_runs: int = 3, max_lines: int
         runs.append((f"random #{r}", {nm: _small(rng, d, sh) for nm, d, sh in s1}))
     out = Equivalence(True, len(runs))
     for label, arrays in runs:
-        o1, o2 = simulate(p1, **arrays).outputs, simulate(p2, **arrays).outputs
+        r1, r2 = simulate(p1, **arrays), simulate(p2, **arrays)
+        o1, o2 = r1.outputs, r2.outputs
+        for which, r in (("first", r1), ("second", r2)):
+            if r.report.race_count:
+                if which == "first":
+                    out.source_races += r.report.race_count
+                else:
+                    out.races += r.report.race_count
+                out.differences.append(f"{label}: the {which} program races in LDS ({r.report.race_count} racing "
+                                       f"accesses, e.g. {r.report.races[0]})")
+                out.equal = False
         for name in o1:
             a, b = np.asarray(o1[name], np.float64), np.asarray(o2[name], np.float64)
             bad = ~((a == b) | (np.isnan(a) & np.isnan(b)))

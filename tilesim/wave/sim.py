@@ -32,6 +32,7 @@ from tilesim.errors import TilesimError, VerifyError
 from tilesim.targets import get_target
 from tilesim.ir.analysis import vgpr_estimate
 from tilesim.ir.core import Block, Op, Program, Value
+from tilesim.ir.verify import structure
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
@@ -172,6 +173,7 @@ class _Sim:
     # ------------------------------------------------------------------ run
     def run(self, block: Block) -> None:
         for op in block.ops:
+            self.current = op
             self.rep.ops[op.kind] += 1
             getattr(self, "op_" + op.kind)(op)
 
@@ -614,8 +616,20 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
     """
     if not isinstance(prog, Program):
         raise TilesimError(f"simulate() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
+    bad = [f for f in structure(prog) if f.severity == "error"]
+    if bad:  # what the simulator cannot represent is refused here, as check() reports it
+        raise VerifyError(f"cannot simulate {prog.name}: " + "; ".join(str(f) for f in bad[:3]))
     sim = _Sim(prog, arrays, exact, tuple(trace))
-    sim.run(prog.body)
+    try:
+        sim.run(prog.body)
+    except TilesimError:
+        raise
+    except Exception as e:  # not a user error: a tilesim bug. Keep the exception, say where it happened
+        op = getattr(sim, "current", None)
+        e.add_note(f"tilesim bug: simulating {prog.name} on {prog.target} raised {type(e).__name__} at a "
+                   f"{getattr(op, 'kind', '?')} op; check() passed or was not run. Please report it with the program's "
+                   "JSON (Program.to_json()).")
+        raise
     sim.rep.vgprs = vgpr_estimate(prog)
     outs = {}
     for tp in prog.tensors:
