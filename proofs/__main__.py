@@ -34,7 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.format == "text" and sys.stderr.isatty():
         print("\r", end="", file=sys.stderr)
 
-    from proofs.kernels import all_index_map_cases, emitted_index_maps, kernel_cases, prove_kernel
+    from proofs.kernels import (
+        all_index_map_cases,
+        emitted_index_maps,
+        kernel_cases,
+        prove_kernel,
+        prove_kernel_static,
+        static_kernel_cases,
+    )
 
     idx_cases = all_index_map_cases()
     for case in idx_cases:
@@ -42,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     kern = list(kernel_cases())
     for mod, k, spec in kern:
         failures += prove_kernel(mod, k, spec)
+    static = list(static_kernel_cases())
+    for mod, k, spec in static:
+        failures += prove_kernel_static(mod, k, spec)
     secs = time.perf_counter() - t0
     report = {
         "layouts": len(all_cases),
@@ -50,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         "per_family": dict(per_family),
         "emitted_index_maps": len(idx_cases),
         "kernel_size_cases": len(kern),
+        "kernel_static_cases": len(static),
         "failures": failures,
         "seconds": round(secs, 2),
     }
@@ -61,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"{len(all_cases)} layouts (rows x operands x wave sizes x legal layout-moving modifiers), "
                      f"{len(OBLIGATIONS)} obligations each ({', '.join(OBLIGATIONS)}), {secs:.1f} s.")
         lines.append(f"Emitted index expressions checked on every slot of {len(idx_cases)} catalog layouts; "
-                     f"{len(kern)} (example, target, size) kernels write each output once and stay in bounds.")
+                     f"{len(kern)} (example, target, size) kernels write each output once and stay in bounds; "
+                     f"{len(static)} more, statically (store layouts x grid x loop trips, no LDS race).")
         lines.append("")
         lines += ["| family | layouts |", "|---|---|"] if md else []
         for fam, n in sorted(per_family.items()):

@@ -5,7 +5,11 @@
   table; exhaustive over the finite domain;
 * **kernels** — for each example kernel and every size in a stated range, every output element is
   written exactly once (per wave and store) and no load or store leaves the tensors (no masked
-  lane). Exhaustive over the stated sizes, by running the lane-accurate simulator.
+  lane). Exhaustive over the stated sizes, by running the lane-accurate simulator;
+* **kernels, static** — the same property over a wider stated range (:data:`STATIC_SIZES`: one to
+  eight tiles per output dimension, one to four k-steps, every target of each example, LDS
+  kernels included, where LDS races are also excluded), from the static access analysis
+  ``check`` runs (:mod:`tilesim.ir.accesses`: store layouts x grid x loop trips), no simulation.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import numpy as np
 from proofs.catalog import Case, cases
 from tilesim.layouts.expr import expressions
 
-__all__ = ["emitted_index_maps", "kernel_cases", "prove_kernel", "SIZES"]
+__all__ = ["emitted_index_maps", "kernel_cases", "prove_kernel", "SIZES", "STATIC_SIZES", "static_kernel_cases",
+           "prove_kernel_static"]
 
 # Stated ranges: every multiple of the instruction tile from one to four tiles per dimension.
 SIZES = {
@@ -26,6 +31,11 @@ SIZES = {
     "gemm_abt": [(m, n, k) for m in (1, 2) for n in (1, 3) for k in (1, 4)],
     "int8_gemm": [(m, n, k) for m in (1, 2) for n in (1, 2) for k in (1, 2)],
 }
+
+
+# Stated ranges of the static obligation: tiles per output dimension (M, N) and k-steps.
+STATIC_SIZES = [(m, n, k) for m in range(1, 9) for n in range(1, 9) for k in range(1, 5)]
+STATIC_MODULES = ("gemm", "gemm_abt", "int8_gemm", "fp8_gemm", "lds_gemm")
 
 
 def emitted_index_maps(case: Case) -> list[str]:
@@ -85,3 +95,35 @@ def prove_kernel(mod: str, kern: object, spec: tuple) -> list[str]:
 
 def all_index_map_cases() -> list[Case]:
     return list(cases(full=False))
+
+
+STATIC_SLICE = [(m, n, k) for m in (1, 3, 8) for n in (1, 2, 7) for k in (1, 4)]  # CI's share of the range
+
+
+def static_kernel_cases(full: bool = True) -> Iterator[tuple[str, object, dict]]:
+    """(example, kernel, specialisation) for every example program's target and the static range
+    (``full=False``: :data:`STATIC_SLICE`); the tile sizes come from each program's instruction
+    (and its waves per workgroup for LDS)."""
+    from tilesim.matrix.catalog import lookup
+
+    for mod in STATIC_MODULES:
+        m = importlib.import_module(f"examples.{mod}")
+        for prog in m.programs():
+            row = lookup(next(op.attr("instr") for op in prog.walk() if op.kind == "mma"), prog.target)
+            kern = prog.origin.kernel
+            opts = dict(prog.origin.options)
+            tm = row.m * (opts.get("waves_m", 1))
+            tn = row.n * (opts.get("waves_n", 1))
+            for mm, nn, kk in (STATIC_SIZES if full else STATIC_SLICE):
+                yield mod, kern, {"target": prog.target, **opts, "M": tm * mm, "N": tn * nn, "K": row.k * kk}
+
+
+def prove_kernel_static(mod: str, kern: object, spec: dict) -> list[str]:
+    """Every output element written exactly once, nothing out of bounds, no LDS race: the static
+    analysis reports nothing at all for the specialised program."""
+    from tilesim.ir.accesses import analyse
+
+    prog = kern.specialize(**spec)
+    notes, races = analyse(prog)
+    sizes = f"M={spec['M']} N={spec['N']} K={spec['K']}"
+    return [f"{mod} {spec['target']} {sizes}: {n.severity}: {n.where}: {n.message}" for n in notes]

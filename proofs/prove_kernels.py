@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from proofs.kernels import all_index_map_cases, emitted_index_maps, kernel_cases, prove_kernel
+from proofs.kernels import (
+    STATIC_MODULES,
+    all_index_map_cases,
+    emitted_index_maps,
+    kernel_cases,
+    prove_kernel,
+    prove_kernel_static,
+    static_kernel_cases,
+)
 
 IDX = all_index_map_cases()
 KERNELS = list(kernel_cases())
@@ -22,6 +30,30 @@ def test_emitted_index_expressions_equal_the_layout_tables(family):
 def test_kernels_write_every_output_once_and_stay_in_bounds(mod, kern, spec):
     bad = prove_kernel(mod, kern, spec)
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("mod", STATIC_MODULES)
+def test_kernels_write_every_output_once_over_a_slice_of_the_static_range(mod):
+    cases = [c for c in static_kernel_cases(full=False) if c[0] == mod]
+    assert len(cases) >= 18
+    bad = [m for c in cases for m in prove_kernel_static(*c)]
+    assert not bad, "\n".join(bad[:10])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mod", STATIC_MODULES)
+def test_kernels_write_every_output_once_over_the_static_range(mod):
+    cases = [c for c in static_kernel_cases() if c[0] == mod]
+    assert len(cases) >= 256
+    bad = [m for c in cases for m in prove_kernel_static(*c)]
+    assert not bad, "\n".join(bad[:10])
+
+
+def test_the_static_obligation_catches_a_short_grid():
+    from examples.gemm import gemm
+
+    bad = prove_kernel_static("gemm", gemm, {"target": "gfx1201", "M": 40, "N": 16, "K": 16})
+    assert len(bad) == 1 and "C[32][0] is never written" in bad[0]
 
 
 def test_the_obligation_catches_a_double_write():

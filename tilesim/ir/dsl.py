@@ -86,8 +86,9 @@ class _Trace:
             if not isinstance(a, Value):
                 return a
             got = self.alias.get(id(a))
-            if got is not None and got[0] is a:
+            while got is not None and got[0] is a:  # an inner loop's value, renumbered again by an outer loop
                 a = got[1]
+                got = self.alias.get(id(a))
             gone = self.dead.get(id(a))
             if gone is not None and gone[0] is a:
                 raise VerifyError(f"{loc}: {kind} reads {a.short()} (made at {self.defined_at.get(id(a), '?')}), "

@@ -178,7 +178,7 @@ def structure(prog: Program) -> list[Finding]:
                     frag(v, where)
             if op.kind == "convert" and op.out is not None and isinstance(op.args[0], Value) \
                     and op.args[0].layout is not None and op.out.layout is not None:
-                a, b = dict(op.args[0].layout.out_dims), dict(op.out.layout.out_dims)
+                a, b = (_tile(x.layout) for x in (op.args[0], op.out))
                 if a != b:
                     out.append(Finding("error", where, f"convert from a {_shape(a)} tile to a {_shape(b)} tile: convert "
                                                        "moves the same tile between layouts; the shapes must agree"))
@@ -209,11 +209,19 @@ def structure(prog: Program) -> list[Finding]:
 
 
 def _defs(b: Any) -> set[int]:
+    """Values a loop body leaves defined after the loop: its own and those of its nested loops
+    (the last trip's; a branch's values stay inside the branch)."""
     out = set()
     for op in b.ops:
         if op.out is not None:
             out.add(op.out.id)
+        if op.kind == "loop":
+            out |= _defs(op.attr("body")) | {n.id for _, n in op.attr("carried") or ()}
     return out
+
+
+def _tile(lay: Layout) -> dict[str, int]:
+    return {d: n for d, n in lay.out_dims if not (d == "block" and n == 1)}
 
 
 def _shape(dims: dict[str, int]) -> str:
