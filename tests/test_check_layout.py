@@ -1,6 +1,6 @@
 """check_layout / `tilesim check-layout`: Gluon/Triton layouts against the instructions' operand layouts.
 
-Where each expectation comes from (none is taken from tilesim.layouts.check itself):
+Where each expectation comes from (none is taken from tilesim.frameworks.check itself):
 
 * ``TRITON`` — bases printed by Triton 3.9.0 itself (``GluonOpBuilder.to_linear_layout(layout, shape)``,
   queried through tools/gen_triton_golden.py's ``query``), copied here verbatim with their spec;
@@ -18,8 +18,9 @@ import pytest
 
 from tilesim.cli import main
 from tilesim.errors import LayoutError, TilesimError
-from tilesim.layouts import Layout, LayoutCheck, check_layout
-from tilesim.layouts.check import parse_spec
+from tilesim.frameworks import LayoutCheck, check_layout
+from tilesim.layouts import Layout
+from tilesim.frameworks.check import parse_spec
 from tilesim.matrix import lookup
 
 MFMA = {"layout": "AMDMFMALayout", "version": 3, "instr_shape": [32, 32, 8], "transposed": False,
@@ -67,7 +68,7 @@ VERDICT = {"mfma32_C": ("gfx942", _M32, "match"), "mfma32_C_T": ("gfx942", _M32,
 
 
 def triton(name: str) -> dict:
-    """Triton's answer in the bases JSON form check_layout reads (no tilesim.layouts.gluon involved)."""
+    """Triton's answer in the bases JSON form check_layout reads (no tilesim.frameworks.gluon involved)."""
     _, shape, reg, lane = TRITON[name]
     return {"bases": {"register": reg, "lane": lane, "warp": [], "block": []}, "shape": shape}
 
@@ -215,11 +216,11 @@ def test_triton_sweep_full(family):
 
 # ----------------------------------------------------------------------------- Gluon spec classes
 def _gluon(*names: str):
-    from tilesim.layouts.gluon import SPECS
+    from tilesim.frameworks.gluon import SPECS
 
     missing = [n for n in names if n not in SPECS]
     if missing:
-        pytest.skip(f"tilesim.layouts.gluon has no {missing} yet")
+        pytest.skip(f"tilesim.frameworks.gluon has no {missing} yet")
 
 
 def test_mfma_spec_string_matches_on_cdna_and_is_rejected_on_rdna():

@@ -22,7 +22,7 @@ import pytest
 
 from tilesim.errors import LayoutError, TilesimError
 from tilesim.layouts import Layout
-from tilesim.layouts.gluon import (
+from tilesim.frameworks.gluon import (
     SPECS,
     AMDMFMALayout,
     AMDWMMALayout,

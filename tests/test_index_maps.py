@@ -5,7 +5,7 @@ of the catalog's recipes."""
 
 from __future__ import annotations
 
-from tilesim.layouts.index_maps import check_index_maps, from_index_maps
+from tilesim.frameworks.index_maps import check_index_maps, from_index_maps
 from tilesim.matrix import lookup
 
 ROW = lookup("v_wmma_f32_16x16x16_f16", "gfx1201")

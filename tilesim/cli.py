@@ -600,7 +600,7 @@ def _cmd_port(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def _cmd_check_layout(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.layouts.check import check_layout
+    from tilesim.frameworks.check import check_layout
 
     res = check_layout(args.spec, args.arch, operand=args.operand, instr=args.instr, dtype=args.dtype)
     out = json.dumps(res.to_dict(), indent=1) if args.format == "json" else str(res)

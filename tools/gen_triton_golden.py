@@ -24,7 +24,7 @@ tensor shapes it was asked for::
 ``AMDWMMALayout`` specs are written with the parameters tilesim takes (``warps_per_cta``,
 ``tiles_per_warp``); Triton 3.9's class takes ``warp_bases``/``reg_bases`` instead, and
 :func:`wmma_bases` converts (warps and tiles with dim 1 fastest, in units of instruction tiles —
-the conversion ``tilesim.layouts.gluon.AMDWMMALayout`` documents).
+the conversion ``tilesim.frameworks.gluon.AMDWMMALayout`` documents).
 """
 
 from __future__ import annotations

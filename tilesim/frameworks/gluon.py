@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilesim.layouts._gluon_common import (
+from tilesim.frameworks._gluon_common import (
     DistributedLinearLayout,
     _bool,
     _cga,
@@ -44,7 +44,7 @@ from tilesim.layouts._gluon_common import (
     _LL,
     _order,
 )
-from tilesim.layouts.gluon_shared import PaddedSharedLayout, SwizzledSharedLayout
+from tilesim.frameworks.gluon_shared import PaddedSharedLayout, SwizzledSharedLayout
 
 __all__ = [
     "AMDMFMALayout",

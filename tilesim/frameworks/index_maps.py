@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim.errors import LayoutError
+from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 
 __all__ = ["from_index_maps", "check_index_maps", "IndexMapReport"]
@@ -104,8 +105,6 @@ def check_index_maps(forward: Forward, inverse: Inverse | None, shape: tuple[int
                 rep.problems.append(f"forward never produces thread {t[k]}, local {s[k]}; the inverse maps it to "
                                     f"({i[k]}, {j[k]})")
     if expected is not None:
-        from tilesim.layouts.compare import compare_layouts
-
         diff = compare_layouts(lay, expected, operand)
         if diff:
             rep.problems.append("differs from the instruction's layout: " + "; ".join(diff))

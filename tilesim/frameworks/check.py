@@ -16,7 +16,7 @@ the two element by element. The answer is a :class:`LayoutCheck`:
 * ``rejected`` — the layout cannot be this target's instruction at all, e.g. a wave64 CDNA
   ``AMDMFMALayout`` on a wave32 RDNA target that has no MFMA.
 
-A spec is a Gluon spec object (:mod:`tilesim.layouts.gluon`), a :class:`Layout` with those dims,
+A spec is a Gluon spec object (:mod:`tilesim.frameworks.gluon`), a :class:`Layout` with those dims,
 a string such as ``"AMDMFMALayout(version=3, instr_shape=[32, 32, 8], transposed=False,
 warps_per_cta=[1, 1])"`` (parsed with :mod:`ast`: only the spec constructors and literals, never
 evaluated), a JSON object (``{"layout": "AMDMFMALayout", ...}`` with a nested ``"parent"``, or
@@ -35,8 +35,11 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import LayoutError, TilesimError, choices
+from tilesim.frameworks.gluon import SPECS
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
+from tilesim.matrix.catalog import instructions, lookup
+from tilesim.targets import get_target
 
 __all__ = ["check_layout", "LayoutCheck", "parse_spec"]
 
@@ -90,10 +93,6 @@ class LayoutCheck:
 
 # --------------------------------------------------------------------------- reading a spec
 def _spec_classes() -> dict[str, type]:
-    try:
-        from tilesim.layouts.gluon import SPECS
-    except ImportError:
-        return {}
     return dict(SPECS)
 
 
@@ -136,9 +135,9 @@ def _build(tree: Any) -> Any:
     args = [_build(a) for a in tree["args"]]
     kwargs = {k: _build(v) for k, v in tree["kwargs"].items()}
     if name not in classes:
-        if name == "DistributedLinearLayout":  # usable before/without tilesim.layouts.gluon
+        if name == "DistributedLinearLayout":  # usable before/without tilesim.frameworks.gluon
             return _LinearBases.from_args(args, kwargs)
-        valid = sorted(classes) or ["DistributedLinearLayout (tilesim.layouts.gluon is not available)"]
+        valid = sorted(classes) or ["DistributedLinearLayout (tilesim.frameworks.gluon is not available)"]
         raise LayoutError(f"unknown layout {name!r}; valid: {choices(valid)}")
     try:
         return classes[name](*args, **kwargs)
@@ -258,8 +257,6 @@ def _shape(spec: Any) -> tuple[int, ...] | None:
 
 
 def _infer(arch: str, kind: str, instr_shape: tuple[int, ...] | None, dtype: str) -> tuple[Any, list[str]]:
-    from tilesim.matrix.catalog import instructions, lookup
-
     rows = [lookup(m, arch) for m in instructions(arch)]
     cand = [r for r in rows if r.kind == kind and r.blocks == 1 and not r.sparse and r.types[0] == dtype]
     if instr_shape is not None:
@@ -361,9 +358,6 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
     ``shape`` is the tensor shape to lay out (default: one instruction tile); its corner is compared.
     Raises ``TilesimError`` on bad input; a layout that does not fit is an answer, not an error.
     """
-    from tilesim.targets import get_target
-    from tilesim.matrix.catalog import instructions, lookup
-
     target = get_target(arch)
     obj = parse_spec(spec)
     text = str(spec).strip() if isinstance(spec, str) and not spec.strip().endswith(".json") else _spec_text(obj)

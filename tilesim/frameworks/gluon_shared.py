@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tilesim.layouts._gluon_common import _dims, _fail, _ints, _is_int, _order, _shape, _vectors
+from tilesim.frameworks._gluon_common import _dims, _fail, _ints, _is_int, _order, _shape, _vectors
 from tilesim.layouts.layout import Layout
 
 __all__ = ["PaddedSharedLayout", "SwizzledSharedLayout"]
