@@ -390,3 +390,61 @@ def test_frameworks_doc_commands_exit_0(capsys):
     for cmd in lines:
         assert main(shlex.split(cmd)[1:]) == 0, cmd
         assert capsys.readouterr().out.strip()
+
+
+# ----------------------------------------------------------------------------- hostile input (issue 19.4-5)
+HOSTILE = [
+    '{"layout": "AMDMFMALayout", "args": [3], "kwargs": [1, 2]}',  # non-dict kwargs
+    {"layout": "AMDMFMALayout", "kwargs": 5},
+    {"layout": ["AMDMFMALayout"]}, {"layout": None},
+    "[" * 100_000 + "]" * 100_000,
+    '{"layout": "AMDMFMALayout", "instr_shape": ' + "[" * 100_000 + "]" * 100_000 + "}",  # RecursionError in json
+    {"layout": "AMDMFMALayout", "instr_shape": __import__("functools").reduce(lambda a, _: [a], range(5000), [])},
+    "AMDMFMALayout(" + "[" * 300 + "]" * 300 + ")",
+    "'\ud800'", "\x00", "",
+    {"bases": 5, "shape": [16, 16]}, {"bases": {"register": "x"}, "shape": [16, 16]},
+    {"bases": {"foo": []}, "shape": [16]}, {"bases": {"register": [[1.5, 0]]}, "shape": [2, 2]},
+    {"layout": "DotOperandLayout", "operand_index": 0, "parent": [1, 2], "k_width": 4},
+    "x" * (2 << 20),
+]
+
+
+@pytest.mark.parametrize("spec", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_specs_are_typed_errors(spec):
+    with pytest.raises(LayoutError) as info:
+        check_layout(spec, "gfx942")
+    assert len(str(info.value)) < 600 and "\n" not in str(info.value)
+
+
+def test_deeply_nested_json_on_the_command_line_is_one_error_line(tmp_path, capsys):
+    deep = '{"layout": "AMDMFMALayout", "instr_shape": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    p = tmp_path / "deep.json"
+    p.write_text(deep)
+    for argv in (["check-layout", deep, "--arch", "gfx942"], ["check-layout", str(p), "--arch", "gfx942"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("tilesim: error:") and "nested" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs os.mkfifo")
+def test_a_fifo_named_json_is_refused_without_opening_it(tmp_path, capsys):
+    import os
+    import threading
+
+    fifo = tmp_path / "spec.json"
+    os.mkfifo(fifo)
+    result: list = []
+    t = threading.Thread(target=lambda: result.append(main(["check-layout", str(fifo), "--arch", "gfx942"])),
+                         daemon=True)
+    t.start()
+    t.join(20)
+    if t.is_alive():  # unblock the reader so the test process can end, then fail
+        with open(fifo, "w"):
+            pass
+        pytest.fail("check-layout blocked reading a FIFO")
+    assert result == [2] and "not a regular file" in capsys.readouterr().err
+    with pytest.raises(LayoutError, match="not a regular file"):
+        parse_spec(tmp_path)  # a folder, passed as a Path
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(LayoutError, match="not a regular file"):
+        parse_spec(str(tmp_path / "d.json"))

@@ -320,3 +320,85 @@ def test_a_wrong_basis_is_reported_by_position() -> None:
     msg = compare(spec, wrong)
     assert msg is not None and "first differing basis lane[2]" in msg
     assert "tilesim accepts, Triton rejects" in compare(spec, {"shape": case["shape"], "rejected": "x"})
+
+
+# --------------------------------------------------------------------------- Triton's permutation rule (issue 13.10)
+# Triton 3.9 builds AMDWMMALayout's warp/reg bases as LinearLayout({register, warp}) that must be surjective
+# ("Layout is expected to be surjective"), and a DistributedLinearLayout must be a permutation matrix after
+# removing broadcast (all-zero) bases (LinearEncodingAttr::verify: "requires a permutation matrix layout
+# after removing broadcast bases"; its own test rejects register = [[1], [3]] and a lane/warp pair that repeats
+# [8, 0]). Expectations below are written from those rules, not from tilesim.
+def test_wmma_tile_bases_with_a_gap_are_rejected_naming_the_class() -> None:
+    with pytest.raises(LayoutError, match=r"^AMDWMMALayout .*surjective") as info:
+        AMDWMMALayout(2, False, None, warp_bases=[], reg_bases=[[0, 2]])
+    assert "DistributedLinearLayout" not in str(info.value)
+    with pytest.raises(LayoutError, match=r"^AMDWMMALayout .*not injective"):
+        AMDWMMALayout(2, False, None, warp_bases=[[0, 1]], reg_bases=[[0, 1]])
+    # zero bases are broadcasts (two warps with the same data), which Triton allows
+    w = AMDWMMALayout(2, False, None, warp_bases=[[0, 0]], reg_bases=[[0, 1]])
+    lin = w.to_linear([16, 32])
+    assert lin.warp_bases == ((0, 0),) and (0, 16) in lin.reg_bases
+
+
+def test_check_layout_refuses_the_issue_spec_instead_of_matching() -> None:
+    from tilesim.frameworks import check_layout
+
+    spec = "AMDWMMALayout(2, False, None, warp_bases=[], reg_bases=[[0, 2]])"
+    with pytest.raises(LayoutError, match="AMDWMMALayout.*surjective"):
+        check_layout(spec, "gfx1201", shape=[16, 64])
+
+
+@pytest.mark.parametrize("bases,shape,message", [
+    (dict(reg_bases=[[1], [3]], lane_bases=[], warp_bases=[]), [4], r"register|reg_bases"),  # Triton's own test
+    (dict(reg_bases=[[0, 2], [0, 4], [0, 8], [0, 16], [0, 32]], lane_bases=[[1, 0], [2, 0], [4, 0], [8, 0], [0, 1]],
+          warp_bases=[[16, 0], [8, 0]]), [32, 64], "not injective"),  # Triton's own test: [8, 0] twice
+    (dict(reg_bases=[[1, 0], [1, 0]], lane_bases=[], warp_bases=[]), [2, 1], "not injective"),
+    (dict(reg_bases=[[1, 0]], lane_bases=[], warp_bases=[]), [2, 2], r"\[0, 1\] are held by nobody.*surjective"),
+    (dict(reg_bases=[[1, 1]], lane_bases=[], warp_bases=[]), [2, 2], "one power of two in one dim"),
+])
+def test_distributed_linear_layout_must_be_a_permutation(bases, shape, message) -> None:
+    with pytest.raises(LayoutError, match=r"^DistributedLinearLayout: .*" + message):
+        DistributedLinearLayout(**bases, shape=shape)
+
+
+def test_broadcast_bases_are_allowed_and_every_golden_layout_is_a_permutation() -> None:
+    lin = DistributedLinearLayout([[0, 0], [1, 0]], [[0, 1]], [[0, 0]], [], [2, 2])
+    assert lin.to_layout().is_total()
+    for family in FAMILIES:  # what Triton answered is, by its own rule, a permutation after broadcasts
+        for spec, case in golden(family)[1]:
+            if "bases" in case and "register" in case["bases"]:
+                b = case["bases"]
+                DistributedLinearLayout(b["register"], b["lane"], b["warp"], b["block"], case["shape"])
+
+
+def test_padded_shared_offsets_must_reach_every_element() -> None:
+    with pytest.raises(LayoutError, match=r"PaddedSharedLayout offset_bases \[\[0, 1\], \[0, 1\]\].*every element"):
+        PaddedSharedLayout([[32, 4]], [[0, 1], [0, 1]], [], [2, 2])
+    assert PaddedSharedLayout([[32, 4]], [[0, 1], [1, 1]], [], [2, 2]).to_layout().is_total()  # XOR is fine
+
+
+# --------------------------------------------------------------------------- one source of truth for targets
+def test_arch_lists_come_from_the_target_table(monkeypatch) -> None:
+    import dataclasses
+
+    import tilesim.targets as targets
+
+    rows = list(targets.TARGETS.values())
+    for t in rows:  # every target with a matrix path is named by some version of its framework layout
+        if t.matrix_path == "mfma":
+            assert any(t.name in AMDMFMALayout(v, [32, 32, 8], False, [1, 1]).arch_family for v in (1, 2, 3, 4)), t
+        if t.matrix_path in ("wmma", "wmma_gfx12"):
+            assert any(t.name in AMDWMMALayout(v, False, [1, 1], s).arch_family
+                       for v, s in ((1, None), (2, None), (3, [16, 16, 32]))), t
+        if t.matrix_path == "mma_sync":
+            assert t.name in NVMMADistributedLayout([2, 0], [4, 1], [16, 8]).arch_family, t
+    # a new target in an existing family needs no edit in gluon.py
+    new = dataclasses.replace(targets.TARGETS["gfx1151"], name="gfx1154")
+    monkeypatch.setitem(targets.TARGETS, "gfx1154", new)
+    assert "gfx1154" in AMDWMMALayout(1, False, [1, 1]).arch_family
+    src = (ROOT / "tilesim" / "frameworks" / "gluon.py").read_text()
+    import re
+
+    families = {t.family for t in rows}
+    literals = set(re.findall(r"[\"']((?:gfx[0-9a-f]+|sm_\d+))[\"']", src)) - families
+    assert not literals  # no target-name lists left to forget (family names are the table's keys)

@@ -5,7 +5,7 @@ This package sits above the catalog (targets < layouts < matrix < … < framewor
 every lower layer; nothing below imports it.
 """
 
-from tilesim.frameworks.check import LayoutCheck, check_layout, parse_spec
+from tilesim.frameworks.check import check_layout, parse_spec
 from tilesim.frameworks.gluon import (
     AMDMFMALayout,
     AMDWMMALayout,
@@ -18,6 +18,7 @@ from tilesim.frameworks.gluon import (
     SwizzledSharedLayout,
 )
 from tilesim.frameworks.index_maps import IndexMapReport, check_index_maps, from_index_maps
+from tilesim.frameworks.verdict import LayoutCheck
 
 __all__ = [
     "AMDMFMALayout",

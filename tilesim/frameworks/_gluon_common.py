@@ -189,6 +189,72 @@ def _cga(cls: str, value: Any, rank: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+def _permutation(cls: str, bases: Mapping[str, Sequence[Sequence[int]]], shape: Sequence[int]) -> None:
+    """Triton's rule for a distributed layout (``LinearEncodingAttr::verify``, ``isPermutationMatrixLayout``
+    and the surjectivity check of ``LinearLayout``): every basis is all zero (a broadcast copy) or one
+    power of two in one dim, and the non-zero bases, one per (dim, bit), hold every bit of ``shape`` —
+    a permutation after removing the broadcast bases. Raises a ``LayoutError`` naming ``cls`` otherwise."""
+    seen: dict[tuple[int, int], str] = {}
+    for ind, vecs in bases.items():
+        for i, v in enumerate(vecs):
+            nz = [(d, x) for d, x in enumerate(v) if x]
+            if not nz:
+                continue
+            where = f"{ind} basis {i} {list(v)}"
+            if len(nz) > 1 or not _is_pow2(nz[0][1]):
+                raise LayoutError(f"{cls}: {where} must be all zero (a broadcast) or one power of two in one dim, "
+                                  "as Triton requires of a distributed layout"[:400])
+            key = (nz[0][0], nz[0][1].bit_length() - 1)
+            if key in seen:
+                raise LayoutError(f"{cls}: {where} repeats {seen[key]}: two hardware bits reach the same element, so "
+                                  f"the layout is not injective (Triton: \"requires a permutation matrix layout after "
+                                  f"removing broadcast bases\")"[:400])
+            seen[key] = where
+    missing = [(d, b) for d, s in enumerate(shape) for b in range(int(s).bit_length() - 1) if (d, b) not in seen]
+    if missing:
+        d, b = missing[0]
+        unheld = [0] * len(shape)
+        unheld[d] = 1 << b
+        raise LayoutError(f"{cls}: for shape {list(shape)} no register, lane, warp or block basis reaches dim{d} "
+                          f"offset {1 << b}, so elements such as {unheld} are held by nobody (Triton: \"Layout is "
+                          f"expected to be surjective\"); {len(missing)} of {sum(int(s).bit_length() - 1 for s in shape)} "
+                          "bits are missing"[:400])
+
+
+def _tile_bases(cls: str, what: str, value: Any, rank: int) -> tuple[tuple[int, ...], ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise _fail(cls, what, value, f"must be a list of bases with {rank} entries, in instruction tiles")
+    out = []
+    for v in value:
+        vec = _ints(cls, what, v, rank=rank, pow2=False, allow_zero=True)
+        if sum(x != 0 for x in vec) > 1 or any(x and not _is_pow2(x) for x in vec):
+            raise _fail(cls, what, list(v), "each basis must be zero or a power of two in one dim")
+        out.append(vec)
+    return tuple(out)
+
+
+def _tile_grid(cls: str, reg: Sequence[Sequence[int]], warp: Sequence[Sequence[int]]) -> None:
+    """Triton builds ``LinearLayout({register: reg_bases, warp: warp_bases})`` and requires it surjective
+    onto its inferred size (each dim up to the next power of two above its largest basis): the non-zero
+    bases of a dim must be 1, 2, 4, … with none missing; a repeated one would put one tile in two places."""
+    named = [("reg_bases", i, v) for i, v in enumerate(reg)] + [("warp_bases", i, v) for i, v in enumerate(warp)]
+    for d in range(len(next(iter(reg or warp), ()))):
+        got: dict[int, str] = {}
+        for what, i, v in named:
+            if v[d]:
+                if v[d] in got:
+                    raise _fail(cls, what, [list(x) for x in (reg if what == "reg_bases" else warp)],
+                                f"basis {i} {list(v)} repeats {got[v[d]]}: two registers/warps would hold the same "
+                                "tile (not injective)")
+                got[v[d]] = f"{what}[{i}]"
+        gap = next((1 << b for b in range(max(got, default=0).bit_length()) if (1 << b) not in got), None)
+        if gap is not None:
+            raise _fail(cls, "reg_bases/warp_bases", {"reg_bases": [list(x) for x in reg],
+                                                      "warp_bases": [list(x) for x in warp]},
+                        f"no basis steps {gap} tile(s) along dim {d}, so tiles there are held by nobody (Triton: "
+                        "\"Layout is expected to be surjective\"); use 1, 2, 4, … tiles per dim")
+
+
 def _dims(shape: Sequence[int]) -> dict[str, int]:
     return {f"dim{i}": s for i, s in enumerate(shape)}
 
@@ -216,6 +282,7 @@ class DistributedLinearLayout:
         object.__setattr__(self, "shape", shape)
         for what in ("reg_bases", "lane_bases", "warp_bases", "block_bases"):
             object.__setattr__(self, what, _vectors(cls, what, getattr(self, what), shape))
+        _permutation(cls, {w: getattr(self, w) for w in ("reg_bases", "lane_bases", "warp_bases", "block_bases")}, shape)
 
     def to_linear(self, shape: Sequence[int] | None = None) -> DistributedLinearLayout:
         if shape is not None and tuple(shape) != self.shape:
@@ -231,6 +298,13 @@ class DistributedLinearLayout:
             bases["block"] = lin.block_bases
         ind = {k: 1 << len(v) for k, v in bases.items()}
         return Layout.from_bases(ind, _dims(lin.shape), bases)
+
+    def __str__(self) -> str:
+        def lists(vs: tuple[tuple[int, ...], ...]) -> list[list[int]]:
+            return [list(v) for v in vs]
+
+        return (f"DistributedLinearLayout(reg_bases={lists(self.reg_bases)}, lane_bases={lists(self.lane_bases)}, "
+                f"warp_bases={lists(self.warp_bases)}, block_bases={lists(self.block_bases)}, shape={list(self.shape)})")
 
     def bases_dict(self) -> dict[str, list[list[int]]]:
         """``{"register": [...], "lane": [...], "warp": [...], "block": [...]}`` as plain lists."""
@@ -248,7 +322,12 @@ class _Distributed:
 
     def to_linear(self, shape: Sequence[int]) -> DistributedLinearLayout:
         shp = _shape(type(self).__name__, shape, self.rank)
-        return self._ll(shp).linear(shp)
+        ll = self._ll(shp)
+        # checked here too, so the error names the class the user wrote, not DistributedLinearLayout
+        names = [f"dim{i}" for i in range(len(shp))]
+        _permutation(type(self).__name__, {k: [[v.get(n, 0) for n in names] for v in vs] for k, vs in ll.bases.items()},
+                     shp)
+        return ll.linear(shp)
 
     def to_layout(self, shape: Sequence[int]) -> Layout:
         return self.to_linear(shape).to_layout()

@@ -5,16 +5,11 @@ A Gluon layout maps ``(register, lane, warp[, block]) -> (dim0, dim1)``; an inst
 layout (:meth:`tilesim.matrix.instruction.MatrixInstruction.layout`) maps ``(lane, slot) ->
 (block, row, col)``. :func:`check_layout` takes warp 0's registers for one instruction tile (the
 operand's ``M x K``, ``K x N`` or ``M x N`` corner of the tensor), calls them slots, and compares
-the two element by element. The answer is a :class:`LayoutCheck`:
-
-* ``match`` — every lane/register holds what the instruction reads or writes;
-* ``match_k_permuted`` — an A/B layout that differs from the instruction's only by a permutation
-  of k. A dot product does not care about the order of k as long as A and B use the same one
-  (Triton's dot operands with equal ``k_width`` do), so it counts as a match, with the
-  permutation reported;
-* ``mismatch`` — the first differing lane/VGPR, both sides' elements there, and the pattern;
-* ``rejected`` — the layout cannot be this target's instruction at all, e.g. a wave64 CDNA
-  ``AMDMFMALayout`` on a wave32 RDNA target that has no MFMA.
+the two element by element. The answer is a :class:`~tilesim.frameworks.verdict.LayoutCheck`
+(``match``, ``match_k_permuted``, ``mismatch`` or ``rejected``; see :mod:`tilesim.frameworks.verdict`,
+shared with :func:`tilesim.frameworks.check_index_maps`). Triton's dot operands with equal
+``k_width`` share one k order, which is why ``match_k_permuted`` counts as a match; ``rejected`` is,
+e.g., a wave64 CDNA ``AMDMFMALayout`` on a wave32 RDNA target that has no MFMA.
 
 A spec is a Gluon spec object (:mod:`tilesim.frameworks.gluon`), a :class:`Layout` with those dims,
 a string such as ``"AMDMFMALayout(version=3, instr_shape=[32, 32, 8], transposed=False,
@@ -28,67 +23,28 @@ from __future__ import annotations
 
 import ast
 import json
-from dataclasses import dataclass, field
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tilesim.errors import LayoutError, TilesimError, choices
-from tilesim.frameworks.gluon import SPECS
-from tilesim.layouts.compare import compare_layouts
+from tilesim.frameworks.gluon import SPECS, DistributedLinearLayout
+from tilesim.frameworks.verdict import LayoutCheck, verdict
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import instructions, lookup
 from tilesim.targets import get_target
 
 __all__ = ["check_layout", "LayoutCheck", "parse_spec"]
 
-_STATUSES = ("match", "match_k_permuted", "mismatch", "rejected")
+_MAX_SPEC_BYTES = 1 << 20  # a spec is a few hundred bytes; Triton's bases for a big tensor a few KB
+_MAX_DEPTH = 16  # a layout, its parent, a list of bases, a basis: 4-6 levels
 # instruction kind each Gluon class stands for, and the wave size it is written for
 _KIND = {"AMDMFMALayout": ("mfma", 64), "AMDWMMALayout": ("wmma", 32), "NVMMADistributedLayout": ("mma_sync", 32)}
 _KIND_WORDS = {"mfma": "MFMA, a wave64 CDNA instruction", "wmma": "WMMA, a wave32 RDNA/gfx1250 instruction",
                "mma_sync": "mma.sync, an NVIDIA warp instruction"}
-
-
-@dataclass(frozen=True)
-class LayoutCheck:
-    """The answer of :func:`check_layout`. ``ok`` is true for ``match`` and ``match_k_permuted``."""
-
-    status: str
-    spec: str
-    arch: str
-    operand: str
-    instruction: str | None
-    wave_size: int | None
-    reason: str
-    first_difference: dict[str, Any] | None = None
-    pattern: tuple[str, ...] = ()
-    k_permutation: tuple[int, ...] | None = None
-    notes: tuple[str, ...] = field(default=())
-
-    def __post_init__(self) -> None:
-        if self.status not in _STATUSES:
-            raise ValueError(f"status {self.status!r}; valid: {_STATUSES}")
-
-    @property
-    def ok(self) -> bool:
-        return self.status in ("match", "match_k_permuted")
-
-    def __str__(self) -> str:
-        head = {"match": "MATCH", "match_k_permuted": "MATCH (k permuted)", "mismatch": "MISMATCH",
-                "rejected": "REJECTED"}[self.status]
-        where = f"{self.instruction} on {self.arch}" if self.instruction else self.arch
-        lines = [f"{head}: {self.spec} as {self.operand} of {where}", f"  {self.reason}"]
-        lines += [f"  {p}" for p in self.pattern]
-        lines += [f"  note: {n}" for n in self.notes]
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "status": self.status, "spec": self.spec, "arch": self.arch, "operand": self.operand,
-                "instruction": self.instruction, "wave_size": self.wave_size, "reason": self.reason,
-                "first_difference": self.first_difference, "pattern": list(self.pattern),
-                "k_permutation": None if self.k_permutation is None else list(self.k_permutation),
-                "notes": list(self.notes)}
 
 
 # --------------------------------------------------------------------------- reading a spec
@@ -108,37 +64,58 @@ def _literal(node: ast.AST, text: str) -> Any:
         if not isinstance(node.func, ast.Name):
             raise LayoutError(f"layout spec: only constructor calls such as AMDMFMALayout(...) are allowed, "
                               f"got {ast.get_source_segment(text, node.func)!r}")
-        allowed = set(_spec_classes()) | {"DistributedLinearLayout"}
+        allowed = set(_spec_classes())
         if node.func.id not in allowed:
             raise LayoutError(f"unknown layout {node.func.id!r}; valid: {choices(sorted(allowed))}")
         if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
             raise LayoutError("layout spec: * and ** arguments are not allowed")
-        return {"layout": node.func.id, "args": [_literal(a, text) for a in node.args],
-                "kwargs": {k.arg: _literal(k.value, text) for k in node.keywords}}
+        return _Call(node.func.id, tuple(_literal(a, text) for a in node.args),
+                     tuple((k.arg, _literal(k.value, text)) for k in node.keywords))
     seg = ast.get_source_segment(text, node) or type(node).__name__
     raise LayoutError(f"layout spec: {seg!r} is not allowed; use integers, True/False/None, lists and "
                       "layout constructors")
 
 
+@dataclass(frozen=True)
+class _Call:
+    """A constructor call read from spec text: ``name(*args, **dict(kwargs))``."""
+
+    name: str
+    args: tuple
+    kwargs: tuple
+
+
+def _depth(tree: Any, limit: int) -> None:
+    """Refuse JSON nested deeper than any layout spec is (a parent of a parent of bases lists), before
+    recursing into it: deep nesting is an attack on the stack, not a layout."""
+    todo = [(tree, 0)]
+    while todo:
+        x, d = todo.pop()
+        if d > limit:
+            raise LayoutError(f"layout spec is nested more than {limit} levels deep; a spec is a few levels "
+                              "(a layout, its parent, lists of bases)")
+        if isinstance(x, dict):
+            todo += [(v, d + 1) for v in x.values()]
+        elif isinstance(x, (list, tuple)):
+            todo += [(v, d + 1) for v in x]
+
+
 def _build(tree: Any) -> Any:
-    """A parsed constructor tree -> a Gluon spec object (or the bases form of a linear layout)."""
+    """A parsed constructor call or JSON object -> a Gluon spec object."""
     if isinstance(tree, list):
         return [_build(x) for x in tree]
-    if not isinstance(tree, dict):
-        return tree
-    name = tree.get("layout")
-    if "bases" in tree:  # Triton's printed form: {"bases": {...}, "shape": [...]}
-        return _LinearBases.from_json(tree)
-    if "args" not in tree:  # JSON form: {"layout": name, field: value, ...}
-        tree = {"layout": name, "args": [], "kwargs": {k: v for k, v in tree.items() if k != "layout"}}
     classes = _spec_classes()
-    args = [_build(a) for a in tree["args"]]
-    kwargs = {k: _build(v) for k, v in tree["kwargs"].items()}
-    if name not in classes:
-        if name == "DistributedLinearLayout":  # usable before/without tilesim.frameworks.gluon
-            return _LinearBases.from_args(args, kwargs)
-        valid = sorted(classes) or ["DistributedLinearLayout (tilesim.frameworks.gluon is not available)"]
-        raise LayoutError(f"unknown layout {name!r}; valid: {choices(valid)}")
+    if isinstance(tree, _Call):
+        name, args, kwargs = tree.name, [_build(a) for a in tree.args], {k: _build(v) for k, v in tree.kwargs}
+    elif isinstance(tree, dict):
+        if "bases" in tree:  # Triton's printed form: {"bases": {...}, "shape": [...]}
+            return _from_bases_json(tree)
+        name = tree.get("layout")  # JSON form: {"layout": name, field: value, ...}
+        args, kwargs = [], {str(k): _build(v) for k, v in tree.items() if k != "layout"}
+    else:
+        return tree
+    if not isinstance(name, str) or name not in classes:
+        raise LayoutError(f"unknown layout {name!r}"[:120] + f"; valid: {choices(sorted(classes))}")
     try:
         return classes[name](*args, **kwargs)
     except TilesimError:
@@ -147,21 +124,52 @@ def _build(tree: Any) -> Any:
         raise LayoutError(f"{name}: {e}"[:300]) from None
 
 
+def _read_spec_file(path: Path) -> str:
+    """A ``.json`` spec file's text; only a regular file of sane size is opened (a FIFO or a device
+    named ``*.json`` would block the read forever)."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise LayoutError(f"cannot read layout spec file {str(path)!r}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise LayoutError(f"layout spec file {str(path)!r} is not a regular file (a FIFO, device or folder); "
+                          "pass a .json file or the spec text")
+    if st.st_size > _MAX_SPEC_BYTES:
+        raise LayoutError(f"layout spec file {str(path)!r} has {st.st_size} bytes; a spec is at most "
+                          f"{_MAX_SPEC_BYTES}")
+    try:
+        with open(path, "rb") as f:  # stat and open are two steps: read at most the limit, whatever is there now
+            data = f.read(_MAX_SPEC_BYTES + 1)
+    except OSError as e:
+        raise LayoutError(f"cannot read layout spec file {str(path)!r}: {e.strerror}") from None
+    if len(data) > _MAX_SPEC_BYTES:
+        raise LayoutError(f"layout spec file {str(path)!r} has more than {_MAX_SPEC_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LayoutError(f"layout spec file {str(path)!r} is not UTF-8 text: {e.reason}") from None
+
+
+def _json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LayoutError(f"{where} is not JSON: {e}") from None
+    except RecursionError:
+        raise LayoutError(f"{where} is nested too deeply to be a layout spec") from None
+
+
 def parse_spec(spec: Any) -> Any:
     """A Gluon spec object from a string, a JSON object or a ``.json`` path; other values pass through."""
     if isinstance(spec, Path) or (isinstance(spec, str) and spec.strip().endswith(".json")):
-        path = Path(spec)
-        try:
-            spec = json.loads(path.read_text())
-        except OSError as e:
-            raise LayoutError(f"cannot read layout spec file {str(path)!r}: {e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise LayoutError(f"layout spec file {str(path)!r} is not JSON: {e}") from None
+        path = Path(spec.strip() if isinstance(spec, str) else spec)
+        spec = _json(_read_spec_file(path), f"layout spec file {str(path)!r}")
+    elif isinstance(spec, str) and len(spec) > _MAX_SPEC_BYTES:
+        raise LayoutError(f"layout spec text has {len(spec)} characters; a spec is at most {_MAX_SPEC_BYTES}")
     if isinstance(spec, str) and spec.lstrip().startswith("{"):  # JSON text on the command line
-        try:
-            spec = json.loads(spec)
-        except json.JSONDecodeError as e:
-            raise LayoutError(f"layout spec {spec.strip()[:80]!r} is not JSON: {e}") from None
+        spec = _json(spec, f"layout spec {spec.strip()[:80]!r}")
+    if isinstance(spec, (dict, list)):
+        _depth(spec, _MAX_DEPTH)
     if isinstance(spec, dict):
         if "spec" in spec and isinstance(spec["spec"], (dict, str)) and "bases" not in spec:
             spec = spec["spec"]  # {"spec": ...} wrapper (the golden files' form, minus the bases)
@@ -176,65 +184,26 @@ def parse_spec(spec: Any) -> Any:
             node = ast.parse(text, mode="eval").body
         except SyntaxError as e:
             raise LayoutError(f"layout spec {text[:80]!r} is not a constructor call: {e.msg}") from None
+        except ValueError as e:  # NUL bytes, lone surrogates
+            raise LayoutError(f"layout spec {ascii(text[:80])} is not a constructor call: {e}"[:300]) from None
+        except (RecursionError, MemoryError):
+            raise LayoutError(f"layout spec {text[:80]!r} is nested too deeply to be a layout spec") from None
         if not isinstance(node, ast.Call):
             raise LayoutError(f"layout spec {text[:80]!r} must be a call such as AMDMFMALayout(...)")
         return _build(_literal(node, text))
     return spec
 
 
-@dataclass(frozen=True)
-class _LinearBases:
-    """Bases of a linear layout ((register, lane, warp, block) -> (dim0, dim1)), without gluon.py."""
-
-    reg_bases: tuple
-    lane_bases: tuple
-    warp_bases: tuple
-    block_bases: tuple
-    shape: tuple
-
-    @classmethod
-    def from_args(cls, args: list, kwargs: dict) -> _LinearBases:
-        names = ("reg_bases", "lane_bases", "warp_bases", "block_bases", "shape")
-        if len(args) > len(names) or set(kwargs) - set(names):
-            raise LayoutError(f"DistributedLinearLayout takes {', '.join(names)}")
-        vals = dict(zip(names, args)) | kwargs
-        missing = [n for n in names if n not in vals]
-        if missing:
-            raise LayoutError(f"DistributedLinearLayout needs {', '.join(missing)}")
-        return cls(*(_tuples(vals[n]) for n in names))
-
-    @classmethod
-    def from_json(cls, doc: dict) -> _LinearBases:
-        b = doc["bases"]
-        if not isinstance(b, dict) or "shape" not in doc:
-            raise LayoutError("bases JSON needs {\"bases\": {\"register\": ..., \"lane\": ...}, \"shape\": [...]}")
-        return cls(_tuples(b.get("register", [])), _tuples(b.get("lane", [])), _tuples(b.get("warp", [])),
-                   _tuples(b.get("block", [])), _tuples(doc["shape"]))
-
-    def to_layout(self, shape: Any = None) -> Layout:
-        if len(self.shape) != 2:
-            raise LayoutError(f"linear layout shape {list(self.shape)} must have 2 dims")
-        dims = {"register": self.reg_bases, "lane": self.lane_bases, "warp": self.warp_bases}
-        if self.block_bases:
-            dims["block"] = self.block_bases
-        for name, vecs in dims.items():
-            if any(len(v) != 2 for v in vecs):
-                raise LayoutError(f"{name} bases {[list(v) for v in vecs]} must be [dim0, dim1] pairs"[:300])
-        return Layout.from_bases({n: 1 << len(v) for n, v in dims.items()},
-                                 {"dim0": self.shape[0], "dim1": self.shape[1]}, dims)
-
-    def __str__(self) -> str:
-        return (f"DistributedLinearLayout(reg_bases={_lists(self.reg_bases)}, lane_bases={_lists(self.lane_bases)}, "
-                f"warp_bases={_lists(self.warp_bases)}, block_bases={_lists(self.block_bases)}, "
-                f"shape={list(self.shape)})")
-
-
-def _tuples(x: Any) -> Any:
-    return tuple(_tuples(v) for v in x) if isinstance(x, (list, tuple)) else x
-
-
-def _lists(x: Any) -> Any:
-    return [_lists(v) for v in x] if isinstance(x, (list, tuple)) else x
+def _from_bases_json(doc: dict) -> DistributedLinearLayout:
+    """Triton's printed form ``{"bases": {"register": ..., "lane": ..., "warp": ..., "block": ...}, "shape": [...]}``."""
+    b = doc["bases"]
+    if not isinstance(b, dict) or "shape" not in doc:
+        raise LayoutError("bases JSON needs {\"bases\": {\"register\": ..., \"lane\": ...}, \"shape\": [...]}")
+    unknown = sorted(set(map(str, b)) - {"register", "lane", "warp", "block"})
+    if unknown:
+        raise LayoutError(f"bases JSON: unknown hardware dim {unknown[0]!r}; valid: register, lane, warp, block")
+    return DistributedLinearLayout(b.get("register", []), b.get("lane", []), b.get("warp", []), b.get("block", []),
+                                   doc["shape"])
 
 
 # --------------------------------------------------------------------------- which instruction
@@ -308,47 +277,6 @@ def _tile(lay: Layout, rows: int, cols: int, transposed: bool) -> Layout:
                              hw2, lg2)
 
 
-def _held(lay: Layout, bits: int) -> dict[tuple[int, int], set[tuple[int, int]]]:
-    out: dict[tuple[int, int], set[tuple[int, int]]] = {}
-    hw, lg = lay.pairs()
-    rc = [lay.out_names.index("row"), lay.out_names.index("col")]
-    for (lane, slot), (r, c) in zip(hw.tolist(), lg[:, rc].tolist()):
-        out.setdefault((lane, slot * bits), set()).add((r, c))
-    return out
-
-
-def _first_difference(dec: Layout, hw: Layout, bits: int, operand: str) -> dict[str, Any] | None:
-    """The first (lane, bit offset) whose elements differ, with both sides' elements there."""
-    d, h = _held(dec, bits), _held(hw, bits)
-    for pos in sorted(set(d) | set(h)):
-        if d.get(pos, set()) != h.get(pos, set()):
-            lane, bit0 = pos
-            return {"lane": lane, "vgpr": bit0 // 32, "bits": [bit0 % 32, bit0 % 32 + bits - 1],
-                    "layout_holds": [f"{operand}[{r}][{c}]" for r, c in sorted(d.get(pos, set()))],
-                    "instruction_holds": [f"{operand}[{r}][{c}]" for r, c in sorted(h.get(pos, set()))]}
-    return None
-
-
-def _k_permutation(dec: Layout, hw: Layout, operand: str, k: int) -> tuple[int, ...] | None:
-    """pi with dec = hw with k replaced by pi[k] at every position, if one exists."""
-    if operand not in ("A", "B") or dec.in_dims != hw.in_dims:
-        return None
-    (dh, dl), (hh, hl) = dec.pairs(), hw.pairs()
-    if dh.shape != hh.shape or not np.array_equal(dh, hh):  # pairs are sorted by position, then element
-        return None
-    kd, other = (2, 1) if operand == "A" else (1, 2)
-    if not np.array_equal(dl[:, other], hl[:, other]):
-        return None
-    pi = np.full(k, -1, np.int64)
-    for a, b in zip(hl[:, kd].tolist(), dl[:, kd].tolist()):
-        if pi[a] not in (-1, b):
-            return None
-        pi[a] = b
-    if (pi < 0).any() or len(set(pi.tolist())) != k:
-        return None
-    return tuple(int(v) for v in pi)
-
-
 def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str | None = None,
                  dtype: str = "f16", shape: Any = None) -> LayoutCheck:
     """Does ``spec``, as ``operand`` of one instruction on ``arch``, hold what the instruction reads/writes?
@@ -415,7 +343,7 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
                      "B^T A^T (Triton swaps A and B); compared as that")
     if shape is None:
         shape = (cols_, rows_) if transposed else (rows_, cols_)
-    if cls in ("DistributedLinearLayout", "_LinearBases"):  # for its own shape; its corner is compared
+    if cls == "DistributedLinearLayout":  # for its own shape; its corner is compared
         full = obj.to_layout(tuple(obj.shape))
     else:
         full = obj.to_layout(shape) if hasattr(obj, "to_layout") else _as_layout(obj)
@@ -429,44 +357,8 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
                         f"{'/'.join(map(str, row.wave_sizes))}" + (" — MFMA is a wave64 CDNA instruction"
                                                                     if lanes == 64 else ""), row.mnemonic, lanes)
     hw = row.layout(op_key, wave_size=lanes)
-    bits = hw.elem_bits or 32
-    dec = _tile(full, rows_, cols_, transposed).with_elem_bits(bits)
-    got = dict(instruction=row.mnemonic, wave_size=lanes, **base)
-    if dec == hw:
-        return LayoutCheck("match", reason=f"every lane and register holds what {row.mnemonic} "
-                           f"{'reads' if op_key in 'AB' else 'writes'} ({len(hw)} element copies in {lanes} lanes)",
-                           notes=tuple(notes), **got)
-    pi = _k_permutation(dec, hw, op_key, k)
-    if pi is not None:
-        return LayoutCheck("match_k_permuted", k_permutation=pi, notes=tuple(notes),
-                           reason=f"holds what {row.mnemonic} reads up to a permutation of k (layout k = pi[hardware "
-                                  f"k], pi = {list(pi)}); correct only if the other operand uses the same k order, as "
-                                  "Triton's dot operands with equal k_width do", **got)
-    first = _first_difference(dec, hw, bits, op_key)
-    slots_d, slots_h = dict(dec.in_dims)["slot"], dict(hw.in_dims)["slot"]
-    if slots_d != slots_h:
-        notes.insert(0, f"the layout gives each lane {slots_d} {bits}-bit elements of this tile; {row.mnemonic} "
-                        f"uses {slots_h}")
-    rep_d, rep_h = _copies(dec), _copies(hw)
-    if rep_d != rep_h:
-        notes.append(f"the layout keeps {rep_d} cop{'y' if rep_d == 1 else 'ies'} of each element in a wave, "
-                     f"{row.mnemonic} {rep_h}" + (" (RDNA3 WMMA replicates A/B in lanes 16-31; RDNA4 does not)"
-                                                  if row.kind == "wmma" and op_key in "AB" else ""))
-    pattern = tuple(compare_layouts(dec, hw, op_key, verbs=("is held at", "the instruction has it at")))
-    reason = "differs from the instruction"
-    if first is not None:
-        reason = (f"first difference at lane {first['lane']}, VGPR {first['vgpr']}"
-                  + (f" bits {first['bits'][0]}-{first['bits'][1]}" if bits < 32 else "")
-                  + f": the layout holds {', '.join(first['layout_holds']) or 'nothing'}, "
-                  f"{row.mnemonic} {'reads' if op_key in 'AB' else 'writes'} "
-                  f"{', '.join(first['instruction_holds']) or 'nothing'}")
-    return LayoutCheck("mismatch", reason=reason, first_difference=first, pattern=pattern, notes=tuple(notes), **got)
-
-
-def _copies(lay: Layout) -> int:
-    """How many hardware positions hold each element (the most, over the tile)."""
-    _, lg = lay.pairs()
-    return int(np.unique(lg, axis=0, return_counts=True)[1].max()) if len(lg) else 0
+    dec = _tile(full, rows_, cols_, transposed).with_elem_bits(hw.elem_bits or 32)
+    return verdict(dec, hw, op_key, mnemonic=row.mnemonic, kind=row.kind, notes=notes, **base)
 
 
 def _as_layout(obj: Any) -> Layout:

@@ -40,11 +40,13 @@ from tilesim.frameworks._gluon_common import (
     _fail,
     _ints,
     _is_int,
-    _is_pow2,
     _LL,
     _order,
+    _tile_bases,
+    _tile_grid,
 )
 from tilesim.frameworks.gluon_shared import PaddedSharedLayout, SwizzledSharedLayout
+from tilesim.targets import TARGETS
 
 __all__ = [
     "AMDMFMALayout",
@@ -125,7 +127,14 @@ class SliceLayout(_Distributed):
 
 
 # --------------------------------------------------------------------------- AMD MFMA
-_MFMA_ARCH = {1: ("gfx908",), 2: ("gfx90a",), 3: ("gfx942", "gfx940", "gfx941"), 4: ("gfx950",)}
+# Triton's AMDMFMALayout version is the CDNA generation; which targets belong to it is the target
+# table's business (tilesim.targets), so a new target in an existing family needs no edit here.
+_MFMA_FAMILY = {1: "cdna1", 2: "cdna2", 3: "cdna3", 4: "cdna4"}
+
+
+def _family_targets(family: str) -> tuple[str, ...]:
+    return tuple(t.name for t in TARGETS.values() if t.family == family)
+
 _MFMA_SHAPES = ((32, 32), (16, 16), (64, 4), (4, 64))
 
 
@@ -149,7 +158,7 @@ class AMDMFMALayout(_Distributed):
 
     def __post_init__(self) -> None:
         cls = "AMDMFMALayout"
-        if not _is_int(self.version) or self.version not in _MFMA_ARCH:
+        if not _is_int(self.version) or self.version not in _MFMA_FAMILY:
             raise _fail(cls, "version", self.version, "versions are 1 (gfx908), 2 (gfx90a), 3 (gfx942), 4 (gfx950)")
         shp = _ints(cls, "instr_shape", self.instr_shape, pow2=False)
         if len(shp) != 3:
@@ -175,7 +184,8 @@ class AMDMFMALayout(_Distributed):
 
     @property
     def arch_family(self) -> tuple[str, ...]:
-        return _MFMA_ARCH[self.version]
+        """The targets this version stands for (from the target table)."""
+        return _family_targets(_MFMA_FAMILY[self.version])
 
     def _tile(self, dm: str, dn: str) -> _LL:
         """One instruction's result tile over out dims ``dm`` (M) and ``dn`` (N), ordered (N, M)."""
@@ -207,24 +217,12 @@ class AMDMFMALayout(_Distributed):
 
 
 # --------------------------------------------------------------------------- AMD WMMA
-_WMMA_ARCH = {1: ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
-              2: ("gfx1200", "gfx1201"), 3: ("gfx1250",)}
+# AMDWMMALayout version -> target family (RDNA3 incl. RDNA3.5, RDNA4, gfx1250).
+_WMMA_FAMILY = {1: "rdna3", 2: "rdna4", 3: "gfx1250"}
 # The M x N x K shapes Triton 3.9 accepts per version (RDNA3: 16x16x16 only).
 _WMMA_SHAPES = {1: ((16, 16, 16),), 2: ((16, 16, 16), (16, 16, 32)),
                 3: ((16, 16, 4), (16, 16, 32), (16, 16, 64), (16, 16, 128))}
 _WMMA_NAMES = {1: "1 (RDNA3)", 2: "2 (RDNA4)", 3: "3 (gfx1250)"}
-
-
-def _tile_bases(cls: str, what: str, value: Any, rank: int) -> tuple[tuple[int, ...], ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise _fail(cls, what, value, f"must be a list of bases with {rank} entries, in instruction tiles")
-    out = []
-    for v in value:
-        vec = _ints(cls, what, v, rank=rank, pow2=False, allow_zero=True)
-        if sum(x != 0 for x in vec) > 1 or any(x and not _is_pow2(x) for x in vec):
-            raise _fail(cls, what, list(v), "each basis must be zero or a power of two in one dim")
-        out.append(vec)
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -280,6 +278,7 @@ class AMDWMMALayout(_Distributed):
             r = len(first) if isinstance(first, Sequence) and len(first) in (2, 3) else 2
             warp = _tile_bases(cls, "warp_bases", self.warp_bases or (), r)
             reg = _tile_bases(cls, "reg_bases", self.reg_bases or (), r)
+            _tile_grid(cls, reg, warp)
             warps = tuple(1 << sum(1 for v in warp if v[d]) for d in range(r))
             tiles = tuple(1 << sum(1 for v in reg if v[d]) for d in range(r))
         object.__setattr__(self, "warps_per_cta", warps)
@@ -292,7 +291,8 @@ class AMDWMMALayout(_Distributed):
 
     @property
     def arch_family(self) -> tuple[str, ...]:
-        return _WMMA_ARCH[self.version]
+        """The targets this version stands for (from the target table)."""
+        return _family_targets(_WMMA_FAMILY[self.version])
 
     def _tile(self) -> _LL:
         """One instruction's 16x16 result tile, out dims ordered (N, M[, batch])."""
@@ -381,8 +381,10 @@ class NVMMADistributedLayout(_Distributed):
 
     @property
     def arch_family(self) -> tuple[str, ...]:
-        # mma.sync runs on Ampere and later; wgmma only on Hopper.
-        return ("sm_90",) if self.version[0] == 3 else ("sm_80", "sm_86", "sm_89", "sm_90")
+        # mma.sync runs on every target that has it (Ampere and later); wgmma only on Hopper.
+        if self.version[0] == 3:
+            return _family_targets("sm90")
+        return tuple(t.name for t in TARGETS.values() if "mma_sync" in t.features)
 
     def _ll(self, shape: tuple[int, ...]) -> _LL:
         r = self.rank

@@ -16,6 +16,28 @@ from tilesim.layouts.layout import Layout
 __all__ = ["PaddedSharedLayout", "SwizzledSharedLayout"]
 
 
+def _f2_rank(bases: Sequence[Sequence[int]], shape: Sequence[int]) -> int:
+    """Rank over F2 of the bases, each flattened into one bit string (dim after dim)."""
+    widths = [int(s).bit_length() - 1 for s in shape]
+    rows = []
+    for v in bases:
+        x, at = 0, 0
+        for c, w in zip(v, widths):
+            x |= int(c) << at
+            at += w
+        rows.append(x)
+    rank = 0
+    while rows:
+        pivot = max(rows)
+        rows.remove(pivot)
+        if not pivot:
+            break
+        rank += 1
+        top = 1 << (pivot.bit_length() - 1)
+        rows = [r ^ pivot if r & top else r for r in rows]
+    return rank
+
+
 def _shared_layout(bases: Sequence[Sequence[int]], shape: tuple[int, ...]) -> Layout:
     return Layout.from_bases({"offset": 1 << len(bases)}, _dims(shape), {"offset": [tuple(v) for v in bases]})
 
@@ -114,6 +136,11 @@ class PaddedSharedLayout:
         if 1 << len(bases) != math.prod(shape):
             raise _fail(cls, "offset_bases", self.offset_bases, f"needs {math.prod(shape).bit_length() - 1} bases "
                         f"for shape {list(shape)}")
+        # Every element must have a place: the offsets reach all of the shape (Triton: "Layout is expected
+        # to be surjective"); with exactly log2(size) bases, that is a bijection.
+        if _f2_rank(bases, shape) < len(bases):
+            raise _fail(cls, "offset_bases", [list(v) for v in bases], f"do not reach every element of shape "
+                        f"{list(shape)} (two offsets would share an element, others hold none)")
         object.__setattr__(self, "offset_bases", bases)
 
     @classmethod
