@@ -1,5 +1,7 @@
 """Matrix instructions in the emulator, placed by AMD's calculator (tests/golden/amd_calculator).
 
+Dense rows below; sparse SWMMAC/SMFMAC rows (2:4 A with its index VGPR, two index sets) at the end.
+
 For every dense WMMA/MFMA row the calculator knows on gfx1100, gfx1201 and gfx942, the test writes
 A, B and C into registers exactly where the calculator's records say each element lives (never
 where the catalog says), runs the single instruction in the emulator, and reads D back through the
@@ -110,9 +112,9 @@ def test_matrix_instruction_reads_and_writes_where_the_calculator_says(arch: str
     np.testing.assert_array_equal(got, want, err_msg=f"{name} on {target}")
 
 
-def test_a_sparse_instruction_is_refused_not_guessed() -> None:
-    with pytest.raises(IsaError, match="not modelled"):
-        run("gfx942", "\tv_smfmac_f32_16x16x32_f16 v[0:3], v[4:5], v[6:9], v10")
+def test_an_index_set_the_instruction_lacks_is_refused() -> None:
+    with pytest.raises(IsaError, match="index"):
+        run("gfx1201", "\tv_swmmac_f32_16x16x32_f16 v[0:7], v[8:11], v[12:19], v20 index_key:3")
 
 
 def test_exec_must_be_all_ones_for_a_matrix_instruction() -> None:
@@ -129,3 +131,62 @@ def test_neg_lo_on_iu8_means_signed_bytes() -> None:
     st = run("gfx1201", "\tv_wmma_i32_16x16x16_iu8 v[4:11], v[0:1], v[2:3], 0 neg_lo:[1,0,0]", regs)
     assert int(st.v[4, 0, 0].astype(np.int64)) == (-16) & 0xFFFFFFFF
     assert ml_dtypes is not None
+
+
+_SET_KEY = {"rdna4": "cbsz=0|abid=0|blgp=0|opsel={}", "cdna3": "cbsz=0|abid={}|blgp=0|opsel=0"}
+SPARSE = [(arch, name, iset) for arch in ("rdna4", "cdna3") for name in sorted(_details()[arch]["instructions"])
+          if _details()[arch]["instructions"][name]["sparse"] for iset in (0, 1)
+          if f"{name}|K|w{ARCH[arch][1]}|{_SET_KEY[arch].format(iset)}" in _golden(arch)[1]]
+
+
+@pytest.mark.parametrize(("arch", "name", "iset"), SPARSE, ids=[f"{a}:{n}:set{s}" for a, n, s in SPARSE])
+def test_sparse_instruction_reads_values_and_indices_where_the_calculator_says(arch: str, name: str,
+                                                                                 iset: int) -> None:
+    """2:4 A: each group of four k holds two kept values in one register field and their two 2-bit
+    positions in a 4-bit field of the index VGPR (set ``iset``: SWMMAC index_key, SMFMAC abid)."""
+    target, wave = ARCH[arch]
+    row = lookup(name, target)
+    d = _details()[arch]["instructions"][name]
+    ta, tb, tc, td = row.types
+    nregs = row.registers_for(wave)
+    rng = np.random.default_rng(abs(hash((name, iset))) % 2**32)
+    nb, m, n, k = d["blocks"], d["m"], d["n"], d["k"]
+    lo_v = 0 if ta.startswith("u") else -2
+    groups = nb * m * (k // 4)
+    pos = np.sort(np.stack([rng.permutation(4)[:2] for _ in range(groups)]), axis=1).reshape(nb, m, k // 4, 2)
+    kept = rng.integers(lo_v, 3, (nb, m, k // 4, 2)).astype(np.float64)
+    A = np.zeros((nb, m, k))
+    for part in (0, 1):
+        np.put_along_axis(A.reshape(nb, m, k // 4, 4), pos[..., part:part + 1], kept[..., part:part + 1], axis=-1)
+    B = rng.integers(0 if tb.startswith("u") else -2, 3, (nb, k, n)).astype(np.float64)
+    C = rng.integers(-4, 5, (nb, m, n)).astype(np.float64)
+    base = {"A": 0, "B": nregs["A"], "K": nregs["A"] + nregs["B"], "D": nregs["A"] + nregs["B"] + nregs["K"]}
+    regs: dict[int, np.ndarray] = {}
+
+    def put(vgpr: int, lane: int, field: int) -> None:
+        regs.setdefault(vgpr, np.zeros(wave, np.uint64))[lane] |= field
+
+    key = _SET_KEY[arch].format(iset)
+    rec_all, index = _golden(arch)
+    off, cnt = index[f"{name}|K|w{wave}|{key}"]
+    for b, r, c, vg, lane, lo, hi in rec_all[off:off + cnt].tolist():
+        if c % 4 == 0:
+            p0, p1 = pos[b, r, c // 4]
+            put(base["K"] + vg, lane, (int(p0) | int(p1) << 2) << lo)
+    for b, r, c, vg, lane, lo, hi in _records(arch, name, "A", wave).tolist():
+        if c % 4 == 0:
+            half = (hi - lo + 1) // 2
+            v0, v1 = (int(_encode(np.array([kept[b, r, c // 4, i]]), ta)[0]) for i in (0, 1))
+            put(base["A"] + vg, lane, (v0 | v1 << half) << lo)
+    _place(regs, base["B"], _records(arch, name, "B", wave), B, tb, wave)
+    _place(regs, base["D"], _records(arch, name, "D", wave), C, tc, wave)  # SWMMAC/SMFMAC accumulate in place
+    span = {op: f"v[{base[op]}:{base[op] + nregs[op] - 1}]" if nregs[op] > 1 else f"v{base[op]}" for op in "ABDK"}
+    mod = "" if not iset else (f" index_key:{iset}" if arch == "rdna4" else f" abid:{iset}")
+    st = run(target, f"\t{name} {span['D']}, {span['A']}, {span['B']}, {span['K']}{mod}", regs)
+    rec = _records(arch, name, "D", wave)
+    lo, hi = rec[:, 5], rec[:, 6]
+    word = st.v[base["D"] + rec[:, 3], 0, rec[:, 4]].astype(np.uint64)
+    width = (hi - lo + 1).astype(np.uint64)
+    got = _decode((word >> lo.astype(np.uint64)) & ((np.uint64(1) << width) - np.uint64(1)), td)
+    want = (A @ B + C)[rec[:, 0], rec[:, 1], rec[:, 2]]
+    np.testing.assert_array_equal(got, want, err_msg=f"{name} on {target}, index set {iset}")

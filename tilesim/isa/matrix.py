@@ -29,6 +29,7 @@ from tilesim.matrix import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
+from tilesim.matrix.registers import unpack
 
 __all__ = ["compile_matrix", "MATRIX_PREFIXES", "exact_dot_batched"]
 
@@ -125,6 +126,8 @@ def _mods(ins: Instr, row: MatrixInstruction, ctx: Ctx) -> dict[str, int]:
             out["neg_hi" if k == "neg_hi" else "neg"] = bits
         elif k in ("cbsz", "abid", "blgp"):
             out[k] = int(v, 0)
+        elif k == "index_key" and row.modifier("opsel") is not None and row.modifier("opsel").kind == "index_set":
+            out["opsel"] = int(v, 0)  # SWMMAC: which index set of the index VGPR
         elif k == "op_sel" and re.fullmatch(r"\[0(,0)*\]", v):
             continue
         else:
@@ -143,26 +146,34 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
         row = lookup(ins.mnemonic, ctx.target)
     except TilesimError as e:
         raise ctx.err(ins, f"not in the catalog for {ctx.target}: {e}") from None
-    if row.sparse or row.kind not in ("wmma", "mfma"):
-        raise ctx.err(ins, f"{row.kind} instructions are not modelled yet")
+    if row.kind not in ("wmma", "mfma", "swmmac", "smfmac"):
+        raise ctx.err(ins, f"{row.kind} instructions are not modelled")
     mods = _mods(ins, row, ctx)
     neg, neg_hi = mods.pop("neg", 0), mods.pop("neg_hi", 0)
     try:
         check_neg(row, neg, neg_hi)
-        lay_mods = dict(cbsz=mods.get("cbsz", 0), abid=mods.get("abid", 0), blgp=mods.get("blgp", 0), opsel=0)
-        plans = {op: _plan(row, op, ctx.wave, **(lay_mods if op != "D" else dict(cbsz=0, abid=0, blgp=0, opsel=0)))
-                 for op in "ABCD"}
+        lay_mods = dict(cbsz=mods.get("cbsz", 0), abid=mods.get("abid", 0), blgp=mods.get("blgp", 0),
+                        opsel=mods.get("opsel", 0))
+        plain = dict(cbsz=0, abid=0, blgp=0, opsel=0)
+        if row.sparse:  # A and its index VGPR are read through the catalog's sparse unpacking; C is D
+            row.layout("K", wave_size=ctx.wave, **lay_mods)  # the modifiers are legal for the index set
+            plans = {op: _plan(row, op, ctx.wave, **plain) for op in "ABD"}
+            plans["C"] = plans["D"]
+        else:
+            plans = {op: _plan(row, op, ctx.wave, **(lay_mods if op != "D" else plain)) for op in "ABCD"}
     except TilesimError as e:
         raise ctx.err(ins, str(e)) from None
     nregs = row.registers_for(ctx.wave)
     if len(ins.operands) != 4:
         raise ctx.err(ins, f"expected D, A, B, C operands, got {len(ins.operands)}")
     regs: dict[str, object] = {}
-    for op, x in zip("DABC", ins.operands):
+    for op, x in zip("DABK" if row.sparse else "DABC", ins.operands):
         if isinstance(x, Reg) and x.file in ("v", "a") and not (x.neg or x.abs or x.half):
             if x.count != nregs[op]:
                 raise ctx.err(ins, f"operand {op} takes {nregs[op]} VGPRs, got {x.count}")
             regs[op] = st.vbase(x)
+            if row.sparse and op == "D":
+                regs["C"] = regs["D"]  # SWMMAC/SMFMAC accumulate in place
         elif op == "C" and isinstance(x, Imm):
             regs[op] = imm_bits(x, "b32", ctx, ins)
         else:
@@ -173,6 +184,14 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
     raw: dict[str, np.ndarray] = {}
 
     def gather(op: str, w: np.ndarray) -> np.ndarray:
+        if row.sparse and op == "A":
+            a0, k0 = regs["A"], regs["K"]
+            out = []
+            for wave in w:
+                a_img = st.v[a0: a0 + nregs["A"], wave].T
+                k_img = st.v[k0: k0 + nregs["K"], wave].T
+                out.append(unpack(row, "A", a_img, wave_size=ctx.wave, k_regs=k_img, **lay_mods).values)
+            return np.asarray(out, np.float64 if ta.kind not in ("int", "uint") else np.int64)
         rec, flat, primary, shape, _ = plans[op]
         src = regs[op]
         if isinstance(src, int) and op == "C" and isinstance(ins.operands[3], Imm):
@@ -201,7 +220,7 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
             raise ctx.err(ins, "EXEC is not all ones (the ISA leaves the result undefined)")
         A, B, C = gather("A", w), gather("B", w), gather("C", w)
         replace = None
-        if st.mma_hook is not None:  # the layout audit (tilesim.isa.audit) sees every operand slot
+        if st.mma_hook is not None and not row.sparse:  # the layout audit (tilesim.isa.audit) sees every operand slot
             replace = st.mma_hook(ins, row, w, {op: (plans[op][0], raw[op]) for op in "ABC"}, plans["D"][0])
         A, B, C = apply_negation(row, A, B, C, neg, neg_hi) if (neg or neg_hi) else (A, B, C)
         if td.kind in ("int", "uint"):
