@@ -292,3 +292,32 @@ def test_unmodelled_forms_raise_naming_mnemonic_target_and_line(line: str, match
     with pytest.raises(IsaError, match=match) as e:
         run("gfx1201", "\tv_mov_b32_e32 v9, 0\n\t" + line)
     assert "gfx1201" in str(e.value) and "line 5" in str(e.value) and line.split()[0] in str(e.value)
+
+
+# ---------------------------------------------------------------- lanes
+def test_ds_bpermute_gathers_from_source_lanes_and_inactive_sources_read_zero() -> None:
+    src = np.array([(i * 7 + 3) % 32 for i in range(32)], np.uint64)
+    st = run("gfx1201", "\tds_bpermute_b32 v3, v1, v0", {0: A, 1: src * 4}, exec_mask=0xFFFF0FFF)
+    active = [(0xFFFF0FFF >> i) & 1 for i in range(32)]
+    want = [(int(A[s]) if active[s] else 0) if active[i] else 0 for i, s in enumerate(_ints(src))]
+    assert _ints(st.v[3][0]) == want
+
+
+def test_ds_permute_scatters_with_the_higher_lane_winning() -> None:
+    dst_lane = np.array([i // 2 for i in range(32)], np.uint64)  # lanes 2k and 2k+1 both write lane k
+    st = run("gfx1100", "\tds_permute_b32 v3, v1, v0", {0: A, 1: dst_lane * 4})
+    want = [int(A[2 * k + 1]) if k < 16 else 0 for k in range(32)]
+    assert _ints(st.v[3][0]) == want
+
+
+def test_readlane_readfirstlane_writelane() -> None:
+    st = run("gfx942", "\tv_readlane_b32 s4, v0, 37\n\tv_readfirstlane_b32 s5, v0\n\ts_mov_b32 s6, 9\n"
+             "\tv_writelane_b32 v2, s6, 40", {0: np.resize(A, 64), 2: np.zeros(64)}, exec_mask=0xFFFF_FF00_0000_0000)
+    assert int(st.s[4][0]) == int(np.resize(A, 64)[37])
+    assert int(st.s[5][0]) == int(np.resize(A, 64)[40])  # the lowest active lane
+    assert _ints(st.v[2][0]) == [9 if i == 40 else 0 for i in range(64)]
+
+
+def test_pack_b32_f16_joins_two_halves() -> None:
+    st = run("gfx1201", "\tv_pack_b32_f16 v3, v0, v1", {0: A, 1: B})
+    assert _ints(st.v[3][0]) == [(b & 0xFFFF) << 16 | (a & 0xFFFF) for a, b in zip(_ints(A), _ints(B))]

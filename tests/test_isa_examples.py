@@ -80,3 +80,13 @@ def test_softmax_emulates_within_a_few_ulp(index: int) -> None:
     got = np.asarray(emulate_program(prog, arrays)["Y"], np.float64)
     ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
     assert np.all(np.abs(got - want) <= 4 * ulp), float(np.max(np.abs(got - want) / ulp))
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("mma", ["v_mfma_f32_16x16x32_f16", "v_mfma_f32_32x32x16_bf16"])
+def test_gfx950_gemm_with_its_own_mfma_rows(mma: str) -> None:
+    from examples.gemm import gemm, inputs
+
+    prog = gemm.specialize(target="gfx950", M=64, N=64, K=64, mma=mma)
+    arrays = inputs(prog)
+    np.testing.assert_array_equal(emulate_program(prog, arrays)["C"], ts.simulate(prog, **arrays)["C"])

@@ -333,7 +333,35 @@ def _smem(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], N
     return run
 
 
+def _lane_permute(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    """``ds_bpermute_b32`` (dst[i] = data[(addr[i] + offset) / 4]) and ``ds_permute_b32``
+    (dst[(addr[i] + offset) / 4] = data[i], the higher source lane winning): lanes exchange through the
+    LDS crossbar without touching LDS memory; reading an inactive lane gives 0 (wave32/wave64 whole)."""
+    _check_mods(ins, ctx, ("offset",))
+    dst, addr, data = ins.operands
+    d, a, x = _vreg(dst, 1, ctx, ins, st), _vreg(addr, 1, ctx, ins, st), _vreg(data, 1, ctx, ins, st)
+    off = _imm_mod(ins, "offset", ctx)
+    L = ctx.wave
+
+    def run(sel: np.ndarray) -> None:
+        act = st.active(sel)
+        idx = ((st.v[a].astype(np.int64) + off) >> 2) & (L - 1)
+        src = np.where(act, st.v[x], 0).astype(np.uint32)
+        if m == "ds_bpermute_b32":
+            val = np.take_along_axis(src, idx, axis=1)
+        else:
+            val = np.zeros_like(src)
+            rows = np.broadcast_to(np.arange(st.W)[:, None], idx.shape)
+            for lane in range(L):  # ascending: the higher source lane's write lands last
+                hit = act[:, lane]
+                val[rows[hit, lane], idx[hit, lane]] = src[hit, lane]
+        st.v[d] = np.where(act, val, st.v[d])
+    return run
+
+
 def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    if m in ("ds_bpermute_b32", "ds_permute_b32"):
+        return _lane_permute(ins, m, ctx, st)
     _check_mods(ins, ctx, ("offset", "offset0", "offset1", "gds"))
     if ins.mod("gds") is not None:
         raise ctx.err(ins, "GDS is not modelled")

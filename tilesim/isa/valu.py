@@ -171,6 +171,8 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
         return run_lshl
     if m in ("v_div_scale_f32", "v_div_fmas_f32", "v_div_fixup_f32"):
         return _division(m, ins, ctx, st)
+    if m in ("v_readlane_b32", "v_readfirstlane_b32", "v_writelane_b32"):
+        return _lanes(m, ins, ctx, st)
     cmpx = m.startswith("v_cmpx_")
     if cmpx:
         m = "v_cmp_" + m[len("v_cmpx_"):]
@@ -358,3 +360,50 @@ def _sdwa(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray
         r = np.array(fn(*(f() for f in srcs)))
         return lambda: w(r, act)
     return run
+
+
+def _lanes(m: str, ins: Instr, ctx: Ctx, st: Machine) -> _Run:
+    """Between a lane and an SGPR, EXEC ignored: ``v_readlane_b32 sD, vS, lane``, ``v_readfirstlane_b32
+    sD, vS`` (the lowest active lane; lane 0 when EXEC is zero), ``v_writelane_b32 vD, sS, lane``."""
+    ops = ins.operands
+    L = ctx.wave
+
+    def lane_sel(op: object) -> Callable[[], np.ndarray]:
+        if isinstance(op, Imm) and isinstance(op.value, int):
+            return lambda: np.full(st.W, op.value & (L - 1), np.int64)
+        if isinstance(op, Reg) and op.file == "s" and op.count == 1:
+            return lambda: st.s[op.index].astype(np.int64) & (L - 1)
+        raise ctx.err(ins, "the lane select must be an SGPR or an integer")
+
+    if m == "v_writelane_b32":
+        d = _dest_writer(ops[0], "u32", ctx, ins, st)
+        src = _source(ops[1], "u32", ctx, ins, st)
+        pick = lane_sel(ops[2])
+
+        def run_w(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+            onehot = (np.arange(L)[None, :] == pick()[:, None]) & sel[:, None]
+            val = np.broadcast_to(src(), onehot.shape).copy()
+            return lambda: d(val, onehot)
+        return run_w
+    if not (isinstance(ops[0], Reg) and ops[0].file == "s" and ops[0].count == 1):
+        raise ctx.err(ins, "the destination must be one SGPR")
+    di = ops[0].index
+    vs = ops[1]
+    if not (isinstance(vs, Reg) and vs.file in ("v", "a") and vs.count == 1 and not (vs.neg or vs.abs or vs.half)):
+        raise ctx.err(ins, "the source must be one VGPR")
+    b = st.vbase(vs)
+    if m == "v_readlane_b32":
+        pick = lane_sel(ops[2])
+        first = None
+    else:
+        first = True
+
+    def run_r(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        if first:
+            e = st.exec_mask()
+            lane = np.where(e.any(axis=1), e.argmax(axis=1), 0)
+        else:
+            lane = pick()
+        val = st.v[b][np.arange(st.W), lane].copy()
+        return lambda: st.write_s(di, 1, val, sel)
+    return run_r
