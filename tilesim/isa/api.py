@@ -30,6 +30,7 @@ class Emulation:
     seconds: float = 0.0
     target: str = ""
     kernel: str = ""
+    hazards: tuple[str, ...] = ()  # registers used while their load may be in flight (missing s_waitcnt)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
@@ -96,7 +97,8 @@ def emulate(code: str | Compiled, target: str | None = None, kernel: str | None 
     st, races, notes = run_kernel(k, Launch(g, b, kern), heap, kaddr, max_steps=max_steps, mma_hook=mma_hook)
     dt = time.perf_counter() - t0
     out = {n: heap.view(n).copy().view(d).reshape(s) for n, (d, s) in shapes.items()}
-    return Emulation(out, tuple(races), tuple(notes), st.executed, dt, k.target, k.name)
+    return Emulation(out, tuple(races), tuple(notes), st.executed, dt, k.target, k.name,
+                     hazards=tuple(st.hazards.found) if st.hazards is not None else ())
 
 
 def emulate_program(prog: object, inputs: dict[str, np.ndarray] | None = None, **kw: np.ndarray) -> Emulation:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilesim.isa.asm import Instr, IsaError, Kernel
+from tilesim.isa.hazards import Hazards
 from tilesim.isa.matrix import MATRIX_PREFIXES, compile_matrix
 from tilesim.isa.memory import Heap, Lds, Race, compile_memory
 from tilesim.isa.salu import TIMING, branch_condition, branch_target, compile_salu
@@ -115,6 +116,17 @@ def prepare(k: Kernel, st: Machine) -> list[tuple[str, object, Instr]]:
     return prog
 
 
+def _hazard_plans(k: Kernel, hz: Hazards) -> list[tuple]:
+    out = []
+    for ins in k.instrs:
+        if isinstance(ins, tuple):  # a VOPD pair touches both halves' registers
+            joined = Instr(ins[0].mnemonic, ins[0].operands + ins[1].operands, (), ins[0].line, ins[0].text)
+            out.append(hz.hook(joined))
+        else:
+            out.append(hz.hook(ins))
+    return out
+
+
 def _split_signal_wait(k: Kernel) -> None:
     # gfx12 splits s_barrier into signal + wait; the emulator counts arrival at the wait, which is
     # exact only while nothing between them touches LDS or branches
@@ -193,10 +205,13 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
 
 def execute(k: Kernel, st: Machine, groups: int = 1, max_steps: int = 5_000_000) -> None:
     """Compile ``k`` (fail closed) and run it on machine ``st`` until every wave ends."""
-    _execute(prepare(k, st), st, groups, max_steps)
+    prog = prepare(k, st)
+    st.hazards = Hazards(st, k.target)
+    _execute(prog, st, groups, max_steps, _hazard_plans(k, st.hazards))
 
 
-def _execute(prog: list, st: Machine, groups: int, max_steps: int) -> None:
+def _execute(prog: list, st: Machine, groups: int, max_steps: int, plans: list) -> None:
+    hz = st.hazards
     W = st.W
     pc = np.zeros(W, np.int64)
     done = np.zeros(W, bool)
@@ -231,7 +246,10 @@ def _execute(prog: list, st: Machine, groups: int, max_steps: int) -> None:
         if steps > max_steps:
             raise IsaError(f"stopped after {max_steps} steps at line {ins.line} `{ins.text}` (a loop that never ends?)")
         if kind == "op":
+            plan = plans[p]
+            hz.before(plan, ins, sel)
             f(sel)
+            hz.after(plan, sel)
             pc[sel] += 1
         elif kind == "branch":
             cond, target = f

@@ -93,6 +93,7 @@ class Machine:
         self.notes: list[str] = []
         self.symbols: dict[str, int] = {}  # data object -> emulated address
         self.mma_hook: object = None  # called at every matrix instruction (tilesim.isa.audit)
+        self.hazards: object = None  # tilesim.isa.hazards.Hazards: loads in flight, missing waits
 
     # ------------------------------------------------------------------ lane masks
     def mask_of(self, bits: np.ndarray) -> np.ndarray:
