@@ -61,6 +61,7 @@ class _Store:
     origin: np.ndarray  # int64[instances, 2] (row0, col0)
     value: Value
     transpose: bool
+    masked: bool  # some entries of flat are -1
 
 
 def _records(v: Value, transpose: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,17 +188,26 @@ class _Static:
         name = op.attr("tensor")
         rows, cols = self.p.tensor(name).shape
         rr, cc, lane_vgpr = _records(v, bool(op.attr("transpose")))
-        row0, col0 = self.full(self.scalar(r0, op), lead), self.full(self.scalar(c0, op), lead)
-        act = np.broadcast_to(active, row0.shape)
-        # bounds from the extents: O(instances), not O(instances x records)
-        inside = ((row0 + rr.min() >= 0) & (row0 + rr.max() < rows) & (col0 + cc.min() >= 0) & (col0 + cc.max() < cols))
-        if not store and bool((inside | ~act).all()):
+        r0s, c0s = self.scalar(r0, op), self.scalar(c0, op)
+        # bounds from the extents, on the scalars' own (broadcastable) shapes: O(trips + waves) for a GEMM's loads
+        if not store and bool(((r0s + rr.min() >= 0) & (r0s + rr.max() < rows)).all()) \
+                and bool(((c0s + cc.min() >= 0) & (c0s + cc.max() < cols)).all()):
             return
+        row0, col0 = self.full(r0s, lead), self.full(c0s, lead)
+        act = np.broadcast_to(active, row0.shape)
         n = int(act.sum())
         if n * rr.size > BUDGET:
             raise _Skip(f"{n * rr.size} element accesses at {self.where(op)}")
         g = np.broadcast_to(np.arange(self.G), row0.shape)[act]
-        R, C = row0[act][:, None] + rr, col0[act][:, None] + cc
+        r_act, c_act = row0[act], col0[act]
+        if bool(((r_act + rr.min() >= 0) & (r_act + rr.max() < rows) & (c_act + cc.min() >= 0)
+                 & (c_act + cc.max() < cols)).all()):  # every lane in bounds: the flat indices in one step
+            if store:
+                self.stores.append(_Store(self.op_index.get(id(op), -1), name, (r_act * cols + c_act)[:, None]
+                                          + (rr * cols + cc)[None, :], g, np.stack([r_act, c_act], 1), v,
+                                          bool(op.attr("transpose")), False))
+            return
+        R, C = r_act[:, None] + rr, c_act[:, None] + cc
         ok = (R >= 0) & (R < rows) & (C >= 0) & (C < cols)
         if not ok.all():
             i, j = (int(x) for x in np.argwhere(~ok)[0])
@@ -210,7 +220,7 @@ class _Static:
         if store:
             flat = np.where(ok, R * cols + C, -1)
             self.stores.append(_Store(self.op_index.get(id(op), -1), name, flat, g,
-                                      np.stack([row0[act], col0[act]], 1), v, bool(op.attr("transpose"))))
+                                      np.stack([r_act, c_act], 1), v, bool(op.attr("transpose")), True))
 
     # ------------------------------------------------------------------ LDS
     def op_lds_alloc(self, op: Op, lead, active, scope) -> None:
@@ -381,23 +391,24 @@ def _coverage(st: _Static, prog: Program) -> None:
             continue
         rows, cols = t.shape
         size = rows * cols
-        flats, gs = [], []
+        counts = np.zeros(size, np.int64)
+        parts = []
         for s in stores:
             keep, replicated = _unique_cols(s.value, s.transpose)
             if replicated:
                 st.note("warning", f"op {s.op} (store)", f"the stored fragment's layout holds some elements of {t.name} "
                         "in several lanes: each copy is written (harmless only when the copies agree)")
-            f = s.flat[:, keep]
-            flats.append(f.reshape(-1))
-            gs.append(np.repeat(s.g, f.shape[1]))
-        flat = np.concatenate(flats) if flats else np.zeros(0, np.int64)
-        g = np.concatenate(gs) if gs else np.zeros(0, np.int64)
-        sel = flat >= 0
-        flat, g = flat[sel], g[sel]
-        counts = np.bincount(flat, minlength=size)
+            f = s.flat[:, keep] if replicated else s.flat
+            g = np.broadcast_to(s.g[:, None], f.shape)
+            if s.masked:
+                f, g = f[f >= 0], g[f >= 0]
+            parts.append((f.reshape(-1), g.reshape(-1)))
+            counts += np.bincount(parts[-1][0], minlength=size)
         if (counts == 0).any():
             _unwritten(st, prog, t.name, counts, stores)
         if counts.max(initial=0) > 1:
+            flat = np.concatenate([f for f, _ in parts])
+            g = np.concatenate([g for _, g in parts])
             _written_twice(st, t.name, cols, counts, flat, g)
 
 
