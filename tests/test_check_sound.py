@@ -322,6 +322,33 @@ def test_program_reading_an_undefined_value_is_refused_not_a_keyerror():
         ts.simulate(broken, A=np.ones((16, 16), np.float16), B=np.ones((16, 16), np.float16))
 
 
+def test_loop_whose_carried_initial_value_is_gone_is_refused():
+    # the accumulator's zeros op removed (a mutation a tool or a hand edit could make): the loop
+    # still carries it; simulate used to fail with a bare KeyError in the fused loop
+    from tilesim.ir.core import Block
+
+    prog = gemm.specialize(target="gfx1100", M=16, N=16, K=32)
+    broken = dataclasses.replace(prog, body=Block(tuple(op for op in prog.body.ops if op.kind != "zeros")))
+    assert any("is not defined before this op" in e for e in _errors(broken))
+    with pytest.raises(VerifyError):
+        ts.simulate(broken, A=np.ones((16, 32), np.float16), B=np.ones((32, 16), np.float16))
+
+
+def test_loop_body_value_read_after_a_loop_that_never_runs_is_refused():
+    lay = lookup(WMMA, "gfx1201").layout("C")
+
+    @ts.kernel
+    def last(X: ts.Tensor["f32", "M", "N"], Y: ts.Tensor["f32", "M", "M"]):
+        x = None
+        for k in ts.range(0, X.shape[1] - 16, 16):  # no trip when N = 16
+            x = ts.load(X[0:, k:], lay)
+        ts.store(Y[0:, 0:], x)
+
+    assert ts.check(last.specialize(target="gfx1201", M=16, N=32)).ok
+    prog = last.specialize(target="gfx1201", M=16, N=16)
+    assert any("may not run" in e for e in _errors(prog))
+
+
 # ------------------------------------------------------------------ item 7: races
 def test_missing_barrier_is_a_check_error_and_port_refuses():
     racy = lds_gemm.lds_gemm.specialize(target="gfx1201", M=32, N=32, K=48, drop_barrier=True)

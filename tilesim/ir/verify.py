@@ -169,7 +169,8 @@ def structure(prog: Program) -> list[Finding]:
     def visit(block: Any, scope: set[int]) -> None:
         for op in block.ops:
             where = f"op {index[id(op)]} ({op.kind})"
-            for a in op.args:
+            carried = op.attr("carried") or () if op.kind == "loop" else ()
+            for a in (*op.args, *[i for i, _ in carried]):
                 if isinstance(a, Value) and a.kind != "none" and a.id not in scope:
                     out.append(Finding("error", where, f"reads {a.short()}, which is not defined before this op in "
                                                        "its block or an enclosing one"))
@@ -191,8 +192,12 @@ def structure(prog: Program) -> list[Finding]:
                 except TilesimError:
                     pass  # reported with the mma checks
             if op.kind == "loop":
-                inner = set(scope) | {op.out.id} | {i.id for i, _ in op.attr("carried") or ()}
+                inner = set(scope) | {op.out.id} | {i.id for i, _ in carried}
                 visit(op.attr("body"), inner)
+                missing = [n for _, n in carried if n.id not in _defs(op.attr("body"))]
+                if missing:
+                    out.append(Finding("error", where, f"loop-carried {missing[0].short()} is not defined in the loop "
+                                                       "body"))
                 # after the loop: its counter, and the final value of each carried value (the body's
                 # other values are the last trip's, and exist only when it ran: see accesses)
                 scope |= inner | _defs(op.attr("body"))
