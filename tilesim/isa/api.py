@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
-import struct
 import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from tilesim.codegen.hip import emit_hip
 from tilesim.errors import DeviceError
-from tilesim.hw.amd import CodeObject, KernArg, kernarg_metadata, pack_kernargs
+from tilesim.hw.amd import CodeObject, kernarg_metadata, pack_kernargs
 from tilesim.hw.offline import Compiled, compile_hip
 from tilesim.isa.asm import IsaError, parse
 from tilesim.isa.launch import Launch, run_kernel
 from tilesim.isa.memory import Heap, Race
+from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.numerics import quantize
+from tilesim.targets import get_target
 
 __all__ = ["emulate", "emulate_program", "Emulation"]
 
@@ -104,11 +107,6 @@ def emulate(code: str | Compiled, target: str | None = None, kernel: str | None 
 def emulate_program(prog: object, inputs: dict[str, np.ndarray] | None = None, **kw: np.ndarray) -> Emulation:
     """Emit a tile program as HIP, compile it for its AMD target (cached), emulate it, and return
     its output tensors decoded as the simulator returns them (``result.outputs`` / ``result[name]``)."""
-    from tilesim.codegen.hip import emit_hip
-    from tilesim.matrix.dtypes import decode, dtype, encode
-    from tilesim.matrix.numerics import quantize
-    from tilesim.targets import get_target
-
     arrays = {**(inputs or {}), **kw}
     em = emit_hip(prog)  # type: ignore[arg-type]
     p = em.program

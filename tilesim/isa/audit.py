@@ -26,8 +26,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tilesim.codegen.hip import emit_hip
+from tilesim.hw.offline import compile_hip
 from tilesim.isa.api import emulate
 from tilesim.isa.asm import IsaError
+from tilesim.matrix.dtypes import dtype
 
 __all__ = ["Finding", "AuditReport", "audit", "audit_program"]
 
@@ -287,10 +290,6 @@ def audit(code: object, target: str | None = None, kernel: str | None = None, *,
 
 def audit_program(prog: object) -> AuditReport:
     """Audit a tile program's compiled code (emitted, compiled through the cache)."""
-    from tilesim.codegen.hip import emit_hip
-    from tilesim.hw.offline import compile_hip
-    from tilesim.matrix.dtypes import dtype
-
     em = emit_hip(prog)  # type: ignore[arg-type]
     p = em.program
     comp = compile_hip(em.source, p.target, wave_size=p.wave_size)

@@ -18,7 +18,6 @@ race detector (:mod:`tilesim.isa.memory`) names the access.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -26,7 +26,7 @@ from tilesim.errors import TilesimError
 from tilesim.isa.asm import Imm, Instr, Reg
 from tilesim.isa.state import Ctx, Machine, imm_bits
 from tilesim.matrix import lookup
-from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.dtypes import decode, encode
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
 from tilesim.matrix.registers import unpack
