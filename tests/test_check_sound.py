@@ -222,6 +222,38 @@ def test_value_defined_in_a_branch_and_read_after_it_is_refused():
     assert "ts.when" in str(e.value) and f"{__file__}:{_line_of(escape.fn, 'ts.store(C')}" in str(e.value)
 
 
+def test_rebinding_to_an_earlier_value_inside_a_branch_is_refused():
+    @ts.kernel
+    def pick(A: ts.Tensor["f32", "M", "N"], C: ts.Tensor["f32", "M", "N"]):
+        lay = lookup(WMMA, "gfx1201").layout("C")
+        zero, x = ts.zeros(lay, "f32"), ts.load(A[0:, 0:], lay)
+        outs = [x]
+        with ts.when(ts.tile_id(0) == 1):
+            outs[0] = zero  # Python runs this on every wave: it cannot be conditional
+        ts.store(C[0:, 0:], outs[0])
+
+    with pytest.raises(VerifyError) as e:
+        pick.specialize(target="gfx1201", M=16, N=16)
+    assert "outs[0] is rebound" in str(e.value) and f"{__file__}:" in str(e.value)
+
+
+def test_values_made_and_stored_inside_a_branch_with_a_loop_are_fine():
+    @ts.kernel
+    def inner(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
+        op = ts.mma_op(WMMA)
+        ts.grid(2)
+        with ts.when(ts.tile_id(0) < 1):
+            acc = ts.zeros(op.layout("C"), "f32")
+            for k in ts.range(0, A.shape[1], op.k):
+                acc = ts.mma(op, ts.load(A[0:, k:], op.layout("A")), ts.load(B[k:, 0:], op.layout("B")), acc)
+            ts.store(C[0:, 0:], acc)
+
+    prog = inner.specialize(target="gfx1201", M=16, N=16, K=32)
+    A, B = _gemm_inputs(16, 16, 32, seed=5)
+    np.testing.assert_allclose(ts.simulate(prog, A=A, B=B)["C"], A.astype(np.float64) @ B.astype(np.float64),
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_nested_loops_carry_through_both_levels():
     @ts.kernel
     def nested(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
@@ -346,7 +378,9 @@ def test_loop_body_value_read_after_a_loop_that_never_runs_is_refused():
 
     assert ts.check(last.specialize(target="gfx1201", M=16, N=32)).ok
     prog = last.specialize(target="gfx1201", M=16, N=16)
-    assert any("may not run" in e for e in _errors(prog))
+    assert any("may not run" in e or "not defined before this op" in e for e in _errors(prog))
+    with pytest.raises(VerifyError):  # a typed refusal, not a KeyError from the register file
+        ts.simulate(prog, X=np.ones((16, 16), np.float32))
 
 
 # ------------------------------------------------------------------ item 7: races

@@ -85,10 +85,7 @@ class _Trace:
                 return tuple(fix(x) for x in a)
             if not isinstance(a, Value):
                 return a
-            got = self.alias.get(id(a))
-            while got is not None and got[0] is a:  # an inner loop's value, renumbered again by an outer loop
-                a = got[1]
-                got = self.alias.get(id(a))
+            a = self.resolve(a)
             gone = self.dead.get(id(a))
             if gone is not None and gone[0] is a:
                 raise VerifyError(f"{loc}: {kind} reads {a.short()} (made at {self.defined_at.get(id(a), '?')}), "
@@ -111,6 +108,14 @@ class _Trace:
                 self.dead[id(op.out)] = (op.out, why)
             if op.kind in ("loop", "branch"):
                 self.kill(op.attr("body").ops, why)
+
+    def resolve(self, a: Value) -> Value:
+        """The value a loop body holds for ``a`` (a second-trace value Python code still names)."""
+        got = self.alias.get(id(a))
+        while got is not None and got[0] is a:  # an inner loop's value, renumbered again by an outer loop
+            a = got[1]
+            got = self.alias.get(id(a))
+        return a
 
     def line_of(self, op: Op) -> str:
         got = self.where.get(id(op))
@@ -652,6 +657,40 @@ def _renumber(t: _Trace, body: list[Op], carried: list[tuple[Value, Value]], mid
     return ops(body), [(i, val(n)) for i, n in carried]
 
 
+def _leaves(env: dict[str, Any], depth: int = 3) -> dict[str, tuple[Value, Any]]:
+    """Traced values reachable from local variables through lists, tuples, dicts and object
+    attributes (a few levels deep), by access path (``accs[1]``, ``st.acc``)."""
+    out: dict[str, tuple[Value, Any]] = {}
+
+    def visit(x: Any, path: str, d: int) -> None:
+        if isinstance(x, (Frag, Scalar)):
+            out[path] = (x.value, x)
+        elif d <= 0 or isinstance(x, (str, bytes, int, float, type, _TensorProxy, MmaOp)) or callable(x):
+            return
+        elif isinstance(x, (list, tuple)):
+            for i, y in enumerate(x[:256]):
+                visit(y, f"{path}[{i}]", d - 1)
+        elif isinstance(x, dict):
+            for k, y in list(x.items())[:256]:
+                visit(y, f"{path}[{k!r}]", d - 1)
+        elif hasattr(x, "__dict__") and not isinstance(x, Layout):
+            for k, y in list(vars(x).items())[:256]:
+                visit(y, f"{path}.{k}", d - 1)
+
+    for name, x in list(env.items()):
+        visit(x, name, depth)
+    return out
+
+
+def _walk_ops(ops: Any) -> list[Op]:
+    out = []
+    for op in ops:
+        out.append(op)
+        if op.kind in ("loop", "branch"):
+            out += _walk_ops(op.attr("body").ops)
+    return out
+
+
 def _find(ops: list[Op] | tuple[Op, ...], vid: int) -> Value:
     for op in ops:
         if op.out is not None and op.out.id == vid:
@@ -680,11 +719,23 @@ class when:  # noqa: N801 - reads as a keyword: `with ts.when(cond):`
         t = _tr()
         t.stack.append([])
         self.line = _user_line()
+        self.frame = sys._getframe(1)
+        self.before = _leaves(self.frame.f_locals)
 
     def __exit__(self, *exc: Any) -> None:
         t = _tr()
         body = Block(tuple(t.stack.pop()))
         if exc[0] is None:
+            # Python code in the branch runs on every wave: rebinding a name, list slot, dict key or
+            # attribute to a value made before the branch would make it unconditional. Refuse.
+            made = {id(op.out) for op in _walk_ops(body.ops)}
+            for path, (v, _) in _leaves(self.frame.f_locals).items():
+                old = self.before.get(path)
+                if old is not None and old[0] is not v and id(t.resolve(v)) not in made:
+                    raise VerifyError(f"{self.line}: inside this `with ts.when(...)`, {path} is rebound to "
+                                      f"{v.short()}, a value made before the branch; Python runs the rebinding on "
+                                      "every wave, so it would not be conditional (compute the value inside the "
+                                      "branch and store it there)")
             t.emit("branch", None, (self.cond,), body=body)
             # its values exist only where the branch ran: reading one after it would read garbage elsewhere
             t.kill(body.ops, f"defined inside the `with ts.when(...)` at {self.line} and read after it; a uniform "

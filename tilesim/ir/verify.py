@@ -200,7 +200,10 @@ def structure(prog: Program) -> list[Finding]:
                                                        "body"))
                 # after the loop: its counter, and the final value of each carried value (the body's
                 # other values are the last trip's, and exist only when it ran: see accesses)
-                scope |= inner | _defs(op.attr("body"))
+                if _never_runs(op):  # constant bounds, no trip: only the carried values (= their initial values)
+                    scope |= {n.id for _, n in carried}
+                else:
+                    scope |= inner | _defs(op.attr("body"))
                 scope.add(op.out.id)
                 continue
             if op.kind == "branch":
@@ -223,6 +226,13 @@ def _defs(b: Any) -> set[int]:
         if op.kind == "loop":
             out |= _defs(op.attr("body")) | {n.id for _, n in op.attr("carried") or ()}
     return out
+
+
+def _never_runs(op: Op) -> bool:
+    a = op.args
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in a):
+        return False
+    return a[2] > 0 and len(range(a[0], a[1], a[2])) == 0
 
 
 def _tile(lay: Layout) -> dict[str, int]:
