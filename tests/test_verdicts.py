@@ -51,7 +51,9 @@ def test_every_verdict_has_one_exit_status_and_ok_mirrors_it(monkeypatch):
     assert {"SIM_MISMATCH", "CHECK_FAILED", "EMULATED_MATCH", "EMULATED_MISMATCH"} <= set(VERDICTS)
     p = _sm90()
     for status in VERDICTS:
-        kw = {"device": {"C": np.zeros((32, 32))}} if status in ("MATCH", "MISMATCH") else {}
+        ran = {"MATCH": "device-run", "MISMATCH": "device-run", "EMULATED_MATCH": "emulated",
+               "EMULATED_MISMATCH": "emulated"}.get(status)
+        kw = {"device": {"C": np.zeros((32, 32))}, "paths": ("simulated", ran)} if ran else {}
         kw |= {"device_error": {"kind": "launch"}} if status == "DEVICE_ERROR" else {}
         kw |= {"check_errors": ["error: x"]} if status == "CHECK_FAILED" else {}
         v = Verdict(status, p, "r", {}, **kw)

@@ -163,7 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "SIM_MISMATCH or CHECK_FAILED, else 3 on DEVICE_ERROR, else 0 (table: `tilesim --help`).")
     rn.add_argument("file")
     rn.add_argument("--target", default=None)
-    rn.add_argument("--device", choices=("auto", "none"), default="auto")
+    rn.add_argument("--device", choices=("auto", "none", "emulator"), default="auto",
+                    help="auto: a GPU if one is usable; none: no device step; emulator: run the compiled AMDGPU code "
+                    "in tilesim's ISA emulator (EMULATED_MATCH / EMULATED_MISMATCH; never MATCH)")
     rn.add_argument("--seed", type=int, default=0)
     rn.add_argument("--device-timeout", type=float, default=None, metavar="SECONDS",
                     help="watchdog for the device step (default: TILESIM_DEVICE_TIMEOUT, else 300)")

@@ -11,21 +11,26 @@ verdict                exit  meaning
 ``COMPILE_ONLY``       0     simulation right; compiled (AMD, offline clang); no device
 ``SIMULATED_ONLY``     0     simulation right; not compiled or not run (emit refused the
                              program, NVIDIA needs NVRTC, i.e. a CUDA device), reason given
-``EMULATED_MATCH``     0     reserved: an ISA emulator ran the compiled code and agrees
+``EMULATED_MATCH``     0     ``device="emulator"``: tilesim's AMDGPU ISA emulator ran the
+                             compiled code (not AMD hardware) and it equals the simulator
+                             (and the reference) within the tolerance; no LDS race
 ``MISMATCH``           1     the device ran and differs from the simulator or the reference;
                              blame names the lane/VGPR that stored each wrong element
 ``SIM_MISMATCH``       1     no device verdict, and the simulated result differs from the
                              float64 reference beyond the numerics model's tolerance
 ``CHECK_FAILED``       1     ``tilesim check`` reports an error in the program
-``EMULATED_MISMATCH``  1     reserved: an ISA emulator ran the compiled code and disagrees
+``EMULATED_MISMATCH``  1     the emulated compiled code differs from the simulator or the
+                             reference (blame as for MISMATCH), or it raced on LDS
 ``DEVICE_ERROR``       3     a device run was attempted and failed (launch failure, out of
                              memory, crash, hang past the watchdog, unjudgeable outputs)
 =====================  ====  ============================================================
 
-Precedence for one program: ``MISMATCH`` (device evidence), then ``SIM_MISMATCH``, then
+Precedence for one program: ``MISMATCH`` / ``EMULATED_MISMATCH`` (evidence from the compiled
+code), then ``SIM_MISMATCH``, then
 ``CHECK_FAILED``, then what the device path gave. Without a ``reference`` the simulation cannot be
 judged: the verdict says so in its reason. Each verdict lists the paths the program took
-(``simulated``, ``emitted``, ``compiled``, ``device-run``) and why it stopped where it did.
+(``simulated``, ``emitted``, ``compiled``, ``device-run`` or ``emulated``) and why it stopped
+where it did. An emulated run never gives MATCH: MATCH is reserved for silicon.
 
 The device step runs in a child process under a watchdog (:mod:`tilesim.hw.watchdog`), so a hung
 kernel cannot hang tilesim and the caller's script is never re-run. A runner's result must name
@@ -49,11 +54,12 @@ from tilesim.errors import DeviceError, TilesimError, ToolchainError
 from tilesim.hw.watchdog import Opaque, guarded_call
 from tilesim.hw.watchdog import device_timeout as _device_timeout
 from tilesim.ir.core import Program
+from tilesim.isa import IsaError, emulate_program
 from tilesim.ir.verify import check
 from tilesim.targets import get_target
 from tilesim.wave.sim import SimResult, simulate
 
-__all__ = ["run", "Verdict", "VERDICTS", "EXIT_STATUS", "PATHS", "blame", "exit_status"]
+__all__ = ["run", "Verdict", "VERDICTS", "EXIT_STATUS", "PATHS", "DEVICES", "blame", "exit_status"]
 
 EXIT_STATUS: dict[str, int] = {
     "MATCH": 0, "COMPILE_ONLY": 0, "SIMULATED_ONLY": 0, "EMULATED_MATCH": 0,
@@ -61,8 +67,12 @@ EXIT_STATUS: dict[str, int] = {
     "DEVICE_ERROR": 3,
 }
 VERDICTS = tuple(EXIT_STATUS)
-PATHS = ("simulated", "emitted", "compiled", "device-run")
-_DEVICE_VERDICTS = ("MATCH", "MISMATCH")
+PATHS = ("simulated", "emitted", "compiled", "device-run", "emulated")
+DEVICES = ("auto", "none", "emulator")
+_DEVICE_VERDICTS = ("MATCH", "MISMATCH", "EMULATED_MATCH", "EMULATED_MISMATCH")
+_PASSING_RUNS = ("MATCH", "EMULATED_MATCH")  # still fail closed on a wrong simulation or a check error
+# who ran the compiled code -> (agrees, disagrees)
+_RUN_VERDICTS = {"device-run": ("MATCH", "MISMATCH"), "emulated": ("EMULATED_MATCH", "EMULATED_MISMATCH")}
 
 
 def exit_status(verdicts: Iterable[Verdict]) -> int:
@@ -115,6 +125,9 @@ class Verdict:
             raise TilesimError(f"verdict {self.status!r}; valid: {VERDICTS}")
         if self.status in _DEVICE_VERDICTS and self.device is None:
             raise TilesimError("fail closed: MATCH/MISMATCH need a device run")
+        for path, names in _RUN_VERDICTS.items():  # MATCH only from silicon, EMULATED_* only from the emulator
+            if self.status in names and path not in self.paths:
+                raise TilesimError(f"fail closed: a {self.status} verdict needs the {path!r} path")
         if self.status not in _DEVICE_VERDICTS and self.device is not None:
             raise TilesimError(f"fail closed: a {self.status} verdict carries no device outputs")
         if (self.status == "DEVICE_ERROR") != (self.device_error is not None):
@@ -156,7 +169,7 @@ class Verdict:
             lines.append("  simulator vs float64 reference: " +
                          ", ".join(f"max |{k}| = {v:.3g}" for k, v in self.sim_vs_reference.items()))
         if self.device_vs_sim:
-            lines.append("  device vs simulator: " + ", ".join(f"max |{k}| = {v:.3g}" for k, v in self.device_vs_sim.items()))
+            lines.append(("  emulated vs simulator: " if self.status.startswith("EMULATED") else "  device vs simulator: ") + ", ".join(f"max |{k}| = {v:.3g}" for k, v in self.device_vs_sim.items()))
         if self.pattern:
             lines.append(f"  pattern: {self.pattern}")
         lines += [f"  blame: {b}" for b in self.blame[:5]]
@@ -235,7 +248,7 @@ class _Judge:
                       not_taken=dict(self.not_taken), check_errors=list(self.check_errors),
                       sim_vs_reference={} if self.ref is None else dict(self.ref.max_abs),
                       report={} if res is None else res.report.summary())
-        if status not in _DEVICE_VERDICTS or status == "MATCH":
+        if status not in _DEVICE_VERDICTS or status in _PASSING_RUNS:
             failing = ("SIM_MISMATCH" if self.sim_wrong else "CHECK_FAILED" if self.check_errors else None)
             if failing is not None:
                 why = (f"the simulated result differs from the float64 reference: {self.ref.describe()}"
@@ -260,12 +273,15 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     a child process that imports it by name); ``device_timeout`` (seconds; default
     ``TILESIM_DEVICE_TIMEOUT`` or 300) is the watchdog limit for the device step.
     """
-    if device not in ("auto", "none"):
-        raise TilesimError(f"device must be 'auto' or 'none', got {device!r}")
+    if device not in DEVICES:
+        raise TilesimError(f"device must be one of {', '.join(DEVICES)}; got {device!r}")
     if runner is not None and not callable(runner):
         raise DeviceError(f"runner must be a function (emitted, arrays) -> outputs, got {type(runner).__name__}")
     limit = _device_timeout(device_timeout)
     t = get_target(prog.target)
+    if device == "emulator" and t.vendor != "amd":
+        raise TilesimError(f"device 'emulator' runs AMDGPU code only; {t.name} is {t.vendor.upper()} "
+                           "(use device 'auto' for an NVIDIA GPU)")
     try:
         check_errors = [str(f) for f in check(prog).errors]
     except TilesimError as e:  # a check that cannot finish is a failed check, not a pass
@@ -299,6 +315,8 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         md = comp.metadata
         isa = [ln.strip() for ln in comp.isa.splitlines()
                if ln.strip().startswith(("v_mfma", "v_wmma", "v_smfmac", "v_swmmac"))][:3]
+        if device == "emulator":
+            return _emulate(prog, judge, reference, arrays, md, isa)
         if runner is None or device == "none":
             from tilesim.hw.amd import amd_device
 
@@ -345,10 +363,34 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
                          reference, arrays, desc, cc_text, md, isa)
 
 
+def _emulate(prog: Program, judge: _Judge, reference: dict[str, Any] | None, arrays: dict[str, np.ndarray],
+             md: dict[str, int], isa: list[str]) -> Verdict:
+    """EMULATED_MATCH / EMULATED_MISMATCH: the compiled code run by tilesim's ISA emulator, judged as a device."""
+    desc = f"tilesim's {prog.target} ISA emulator (not AMD hardware)"
+    try:
+        em = emulate_program(prog, arrays)
+    except IsaError as e:  # not modelled: the emulator cannot tell, and says so (exit 3), never a guess
+        judge.not_taken["emulated"] = str(e)
+        return judge.settle("DEVICE_ERROR", f"the emulator cannot run this kernel: {e}", device_name=desc,
+                            compile_metadata=md, isa_excerpt=isa,
+                            device_error={"kind": "emulator", "exit_status": None, "timeout_s": None})
+    judge.paths.append("emulated")
+    dev = {k: np.asarray(v, np.float64) for k, v in em.outputs.items()}
+    v = _judge_device(prog, judge, dev, reference, arrays, desc, prog.target, md, isa, ran="emulated")
+    if em.races and v.status == "EMULATED_MATCH":  # right by luck of the interleaving is still a race
+        races = [str(r) for r in em.races[:3]]
+        return judge.settle("EMULATED_MISMATCH", f"{len(em.races)} LDS race(s) in the compiled code: {races[0]}",
+                            blame=races, device=dev, device_name=desc, compile_metadata=md, isa_excerpt=isa,
+                            device_vs_sim=v.device_vs_sim)
+    return v
+
+
 def _judge_device(prog: Program, judge: _Judge, dev: dict[str, np.ndarray], reference: dict[str, Any] | None,
                   arrays: dict[str, np.ndarray], desc: str, cc_text: str, md: dict[str, int],
-                  isa: list[str]) -> Verdict:
-    """MATCH or MISMATCH: the device against the simulator (the model) and the reference (the intent)."""
+                  isa: list[str], ran: str = "device-run") -> Verdict:
+    """MATCH or MISMATCH (EMULATED_* when ``ran`` is ``emulated``): the compiled code's outputs against the
+    simulator (the model) and the reference (the intent)."""
+    agree, disagree = _RUN_VERDICTS[ran]
     res = judge.res
     assert res is not None
     rtol, atol = result_tolerance(prog, arrays)
@@ -363,7 +405,8 @@ def _judge_device(prog: Program, judge: _Judge, dev: dict[str, np.ndarray], refe
             ref = np.asarray(ref, np.float64)
             bad = beyond(got, ref, rtol, atol)
             if bad.any():
-                why.append(f"{name}: device differs from the {label} in {int(bad.sum())} elements")
+                why.append(f"{name}: {'device' if ran == 'device-run' else 'emulated run'} differs from the {label} "
+                           f"in {int(bad.sum())} elements")
                 counts = _count(res, name, bad, counts)
                 b, pat = blame(res, name, bad, got, expected=ref)
                 blames += b
@@ -372,7 +415,9 @@ def _judge_device(prog: Program, judge: _Judge, dev: dict[str, np.ndarray], refe
     extra = "" if reference is None else " and the float64 reference"
     common = dict(device=dev, device_name=desc, compile_metadata=md, isa_excerpt=isa, device_vs_sim=diffs)
     if why:
-        return judge.settle("MISMATCH", f"ran on {desc} ({cc_text}); " + "; ".join(why), blame=blames,
+        where = f"ran on {desc} ({cc_text})" if ran == "device-run" else f"ran in {desc}"
+        return judge.settle(disagree, f"{where}; " + "; ".join(why), blame=blames,
                             pattern="; ".join(patterns), mismatch_counts=counts, **common)
-    return judge.settle("MATCH", f"ran on {desc} ({cc_text}); device equals the simulator{extra} within rtol {rtol:.2g}",
+    where, who = (f"ran on {desc} ({cc_text})", "device") if ran == "device-run" else (f"ran in {desc}", "emulated run")
+    return judge.settle(agree, f"{where}; {who} equals the simulator{extra} within rtol {rtol:.2g}",
                         **common)
