@@ -141,7 +141,8 @@ def test_mismatch_heatmap_from_provenance():
     hit = res.provenance["C"][bad]
     np.add.at(counts, (hit[:, 2], hit[:, 3]), 1)
     assert counts.sum() == bad.sum() and set(np.nonzero(counts.sum(1))[0]) == {5}
-    v = vd.Verdict("MISMATCH", p, "stand-in", res.outputs, device=res.outputs, mismatch_counts=counts)
+    v = vd.Verdict("MISMATCH", p, "stand-in", res.outputs, device=res.outputs, mismatch_counts=counts,
+                    paths=("simulated", "emitted", "compiled", "device-run"))
     assert "lane 5, v2:" in v.heatmap_svg()
     with pytest.raises(TilesimError, match="no mismatches"):
         vd.Verdict("COMPILE_ONLY", p, "x", {}).heatmap_svg()
