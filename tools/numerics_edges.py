@@ -1,8 +1,14 @@
-"""Numerics edge campaign: NaN, ±Inf, denormals, fp8 saturation, FNUZ vs OCP, RNE ties, int sign
-handling and int32 wraparound — through tilesim's codec (``encode``/``decode``/``quantize``) and
-through a simulated mma (``ts.simulate`` of a one-instruction tile program), each case checked
-against an independent reference: ml_dtypes / numpy conversions, exact float64 or integer
-arithmetic, or a rule the ISA or a format specification states (named in each case's ``source``).
+"""Numerics edge campaign: every bit pattern of every narrow float format, NaN, ±Inf, denormals,
+fp8 saturation, FNUZ vs OCP, RNE ties, int sign handling and int32 wraparound — through tilesim's
+codec (``encode``/``decode``), its register codec (``tilesim.wave.codec``), ``execute_logical``,
+``execute_registers`` and ``ts.simulate`` of a one-instruction tile program.
+
+The references are independent of tilesim and of the library it uses (ml_dtypes): bit-level
+decoders and a round-to-nearest-even encoder written from the format specifications
+(``tests/_bitcodecs.py``: IEEE 754, OFP8 rev 1.0, the FNUZ definitions, OCP MX v1.0), constants read
+off those specifications, exact float64 or Python-integer arithmetic, and a rounding function
+written from the IEEE definition in exact rationals. A self-check runs the codec cases again with
+FNUZ and OCP swapped inside tilesim and requires every fp8 case to fail.
 
     python tools/numerics_edges.py            # full campaign -> tools/numerics_edges_results.json
     python tools/numerics_edges.py --quick    # CI slice (tests/test_numerics_edges.py)
@@ -12,21 +18,27 @@ documents that the model does not follow (reported, not counted as failures).
 """
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import math
 import sys
 import time
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tilesim as ts  # noqa: E402
+from tests import _bitcodecs as bc  # noqa: E402  (decoders written from the format specifications)
+from tilesim.layouts import Layout  # noqa: E402
+from tilesim.matrix import dtypes as _dtypes  # noqa: E402
 from tilesim.matrix import lookup  # noqa: E402
 from tilesim.matrix.dtypes import decode, encode  # noqa: E402
 from tilesim.matrix.numerics import execute_logical, quantize  # noqa: E402
+from tilesim.matrix.registers import execute_registers  # noqa: E402
+from tilesim.wave.codec import codec as wave_codec  # noqa: E402
 
 # Sources, each found and read for this campaign (docs/reliability.md lists them with links)
 OCP = ("OCP 8-bit Floating Point Specification (OFP8) rev 1.0 / arXiv:2209.05433: E4M3 has no Inf and one NaN "
@@ -36,18 +48,34 @@ FNUZ = ("FNUZ formats (arXiv:2206.02915; StableHLO RFC 20230321-fp8_fnuz; LLVM A
         "(AMD ROCm blog 'Matrix Core Programming on AMD CDNA3 and CDNA4')")
 IEEE = ("IEEE 754-2019: roundTiesToEven, overflow to ±Inf, NaN propagation, invalid operation (Inf·0, Inf-Inf) "
         "gives NaN")
-ML = "ml_dtypes conversion of a float32-exact value (one rounding)"
+MX = ("OCP Microscaling Formats (MX) v1.0 §5.3: FP6 E2M3/E3M2 and FP4 E2M1 have no Inf or NaN (overflow "
+      "saturates here); E8M0 is 2^(e-127), 0xFF NaN")
+SPEC = "bit-level decoder/encoder written from the format specification (tests/_bitcodecs.py)"
 WRAP = ("two's complement int32 accumulation; the clamp operand of the integer WMMA builtins (clang "
         "docs/AMDGPUBuiltins.rst 'Integer WMMA': 'clamp: if true, saturate the result') is 0 in tilesim's programs, "
         "so results wrap modulo 2**32")
 SIGN = ("clang docs/AMDGPUBuiltins.rst 'Integer WMMA': a_sign/b_sign 'if true, treat operand as signed' (NEG bits "
         "of v_wmma_i32_*_iu8/iu4); MFMA *_i8 operands are signed")
-FLOATS = {  # tilesim dtype -> ml_dtypes / numpy type
-    "f16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8_ocp": ml_dtypes.float8_e4m3fn,
-    "bf8_ocp": ml_dtypes.float8_e5m2, "fp8_fnuz": ml_dtypes.float8_e4m3fnuz, "bf8_fnuz": ml_dtypes.float8_e5m2fnuz,
-    "fp6": ml_dtypes.float6_e2m3fn, "bf6": ml_dtypes.float6_e3m2fn, "fp4": ml_dtypes.float4_e2m1fn,
+FLOAT_NAMES = ["f16", "bf16", "fp8_ocp", "bf8_ocp", "fp8_fnuz", "bf8_fnuz", "fp6", "bf6", "fp4"]
+# Per format, read off its specification (not computed): NaN patterns, infinity patterns, negative
+# zeros, largest finite value, smallest positive subnormal.
+SPEC_FACTS = {
+    "f16": (2 * 1023, 2, 1, 65504.0, 2.0 ** -24),
+    "bf16": (2 * 127, 2, 1, (2 - 2.0 ** -7) * 2.0 ** 127, 2.0 ** -133),
+    "fp8_ocp": (2, 0, 1, 448.0, 2.0 ** -9),
+    "bf8_ocp": (6, 2, 1, 57344.0, 2.0 ** -16),
+    "fp8_fnuz": (1, 0, 0, 240.0, 2.0 ** -10),
+    "bf8_fnuz": (1, 0, 0, 57344.0, 2.0 ** -17),
+    "fp6": (0, 0, 1, 7.5, 2.0 ** -3),
+    "bf6": (0, 0, 1, 28.0, 2.0 ** -4),
+    "fp4": (0, 0, 1, 6.0, 2.0 ** -1),
+    "e8m0": (1, 0, 0, 2.0 ** 127, 2.0 ** -127),  # no subnormals: the smallest value, 2^-127 at 0x00
 }
-BITS = {"f16": 16, "bf16": 16, "fp8_ocp": 8, "bf8_ocp": 8, "fp8_fnuz": 8, "bf8_fnuz": 8, "fp6": 6, "bf6": 6, "fp4": 4}
+
+
+def _source(name: str) -> str:
+    return SPEC + "; " + (OCP if "ocp" in name else FNUZ if "fnuz" in name else MX if name in ("fp6", "bf6", "fp4",
+                          "e8m0") else IEEE)
 
 
 class Campaign:
@@ -58,6 +86,20 @@ class Campaign:
         ok = _same(got, want)
         self.cases.append({"group": group, "case": name, "via": via, "ok": ok, "got": _show(got), "want": _show(want),
                            "source": source})
+
+    def check_bits(self, group: str, name: str, got: np.ndarray, want: np.ndarray, fmt: str, via: str = "codec") -> None:
+        """Bit patterns equal, byte for byte, except that where the spec's answer is a NaN any NaN
+        pattern of the format is right (OFP8 E5M2 and IEEE formats have several)."""
+        got, want = np.asarray(got, np.int64), np.asarray(want, np.int64)
+        spec_nan = (want >= 0) & bc.is_nan_pattern(np.maximum(want, 0), fmt)
+        got_nan = (got >= 0) & (got < (1 << bc.FORMATS[fmt].bits)) & bc.is_nan_pattern(
+            np.clip(got, 0, (1 << bc.FORMATS[fmt].bits) - 1), fmt)
+        ok = np.where(spec_nan, got_nan, got == want) | (want < 0)  # -1: the spec has no pattern (NaN in FP6/FP4)
+        bad = np.flatnonzero(~ok)
+        self.cases.append({"group": group, "case": name, "via": via, "ok": bool(ok.all()),
+                           "got": _show(got[bad][:8]) if bad.size else f"{got.size} patterns",
+                           "want": _show(want[bad][:8]) if bad.size else f"{want.size} patterns",
+                           "mismatches": int(bad.size), "source": _source(fmt)})
 
 
 def _same(a: object, b: object) -> bool:
@@ -74,81 +116,82 @@ def _show(x: object) -> object:
     a = np.asarray(x)
     if a.size > 8:
         return f"array{a.shape}"
-    a = a.astype(np.int64) if a.dtype.kind in "iub" else a.astype(np.float64)  # ml_dtypes scalars too
+    a = a.astype(np.int64) if a.dtype.kind in "iub" else a.astype(np.float64)
     return a.tolist()
 
 
-def _ml_bits(values: np.ndarray, name: str) -> np.ndarray:
-    """Bits by ml_dtypes/numpy of float32-exact values (so the reference rounds once)."""
-    t = FLOATS[name]
-    v = np.asarray(values, np.float32)
+def _enc(values: np.ndarray, name: str) -> np.ndarray:
+    """tilesim's encode, as int64 patterns."""
     with np.errstate(over="ignore", invalid="ignore"):
-        typed = v.astype(t)
-    raw = typed.view(np.uint8 if BITS[name] <= 8 else np.uint16).astype(np.uint64)
-    return raw & np.uint64((1 << BITS[name]) - 1)
+        return encode(np.asarray(values, np.float64), name).astype(np.int64)
 
 
 # ------------------------------------------------------------------------------------------ codec
 
 def codec_cases(c: Campaign, quick: bool) -> None:
-    names = ["f16", "bf16", "fp8_ocp", "bf8_ocp", "fp8_fnuz", "bf8_fnuz"] + ([] if quick else ["fp6", "bf6", "fp4"])
-    for name in names:
-        fi = ml_dtypes.finfo(FLOATS[name])
-        tiny, sub, mx = float(fi.smallest_normal), float(fi.smallest_subnormal), float(fi.max)
-        specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, sub, -sub, sub / 2, sub * 0.75, sub * 1.5,
-                             tiny - sub, tiny, mx, -mx], np.float32)
-        c.check("special values", f"{name}: NaN, ±Inf, ±0, subnormals, max -> bits", encode(specials, name),
-                _ml_bits(specials, name), ML + "; " + (OCP if "ocp" in name else FNUZ if "fnuz" in name else IEEE))
-        # every bit pattern decodes as ml_dtypes says (NaN counts, infinities, negative zero)
-        pats = np.arange(1 << BITS[name], dtype=np.uint64)
-        if BITS[name] == 16 and quick:
-            pats = pats[::97]
-        with np.errstate(invalid="ignore"):
-            want = pats.astype(np.uint8 if BITS[name] <= 8 else np.uint16).view(FLOATS[name]).astype(np.float64)
-        c.check("special values", f"{name}: every bit pattern decodes", decode(pats, name), want, ML)
-        # ties: midpoints between neighbours near 1, in the subnormal range and at the top
-        lo = np.array([1.0, 1.5, 3.0, tiny - sub, sub, 2 * sub, mx / 2], np.float32)
-        lo = lo.astype(FLOATS[name]).astype(np.float32)
-        # the next value up: bit pattern + 1 (positive values), decoded by ml_dtypes
-        lo_bits = _ml_bits(lo, name)
-        storage = np.uint8 if BITS[name] <= 8 else np.uint16
-        up = (lo_bits + np.uint64(1)).astype(storage).view(FLOATS[name]).astype(np.float32)
-        mids = ((lo.astype(np.float64) + up.astype(np.float64)) / 2).astype(np.float32)
-        exact = mids.astype(np.float64) == (lo.astype(np.float64) + up.astype(np.float64)) / 2
-        mids = mids[exact]
-        c.check("round to nearest even", f"{name}: {len(mids)} exact midpoints (ties) go to the even neighbour",
-                encode(mids, name), _ml_bits(mids, name), IEEE + "; " + ML)
-        even = (encode(mids, name) & np.uint64(1)) == 0
-        c.check("round to nearest even", f"{name}: tie results have an even last bit", even, np.ones_like(even),
-                IEEE)
-        # just above a midpoint by far less than float32 can hold: one rounding must go up
-        above = (lo.astype(np.float64) + up.astype(np.float64)) / 2 + 2.0 ** -30 * np.abs(lo.astype(np.float64))
-        above = above[exact]
-        c.check("round to nearest even", f"{name}: a hair above each tie rounds up (no double rounding)",
-                decode(encode(above, name), name), up.astype(np.float64)[exact], IEEE)
-        # overflow: one unit above max, and the midpoint above max (the first value that rounds past max)
-        step = mx - float(np.nextafter(FLOATS[name](mx), FLOATS[name](0)))
-        over = np.array([mx + step * 0.25, mx + step * 0.5, mx + step, mx * 4, -mx * 4], np.float64)
-        want = _overflow_rule(name, over, mx, step)
-        c.check("saturation and overflow", f"{name}: values beyond max (non-saturating conversion)",
-                decode(encode(over, name), name), want, (OCP if "ocp" in name else FNUZ if "fnuz" in name else IEEE)
-                + "; non-saturating conversion (ml_dtypes, IEEE overflow)")
-    # FNUZ vs OCP: the same bits, different meanings
-    for bits, fnuz, ocp in [(0x80, math.nan, -0.0), (0x7F, 240.0, math.nan), (0xFF, -240.0, math.nan)]:
+    for name in FLOAT_NAMES:
+        f = bc.FORMATS[name]
+        pats = np.arange(1 << f.bits)
+        spec_vals = bc.decode(pats, name)
+        # every bit pattern, decoded by tilesim and by the decoder written from the spec
+        c.check("bit patterns", f"{name}: all {pats.size} bit patterns decode as the specification says",
+                decode(pats.astype(np.uint64), name), spec_vals, _source(name))
+        n_nan, n_inf, n_negz, mx, sub = SPEC_FACTS[name]
+        got = decode(pats.astype(np.uint64), name)
+        fin = got[np.isfinite(got)]
+        c.check("special values", f"{name}: NaN patterns, Inf patterns, negative zeros, max, smallest subnormal",
+                [int(np.isnan(got).sum()), int(np.isinf(got).sum()), int(np.sum((got == 0) & np.signbit(got))),
+                 float(fin.max()), float(fin[fin > 0].min())], [n_nan, n_inf, n_negz, mx, sub], _source(name))
+        # every value the format holds encodes back to its own pattern (NaN patterns: to a NaN pattern)
+        c.check_bits("bit patterns", f"{name}: every pattern's value encodes back to that pattern, byte for byte",
+                     _enc(spec_vals, name), np.where(np.isnan(spec_vals), bc.encode(spec_vals, name), pats), name)
+        specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, sub, -sub, sub / 2, -sub / 2, sub * 0.75,
+                             sub * 1.5, mx, -mx, 1e300, -1e300, 2.0 ** -1000], np.float64)
+        c.check_bits("special values", f"{name}: NaN, ±Inf, ±0, subnormals, max, huge and tiny -> bits", _enc(specials, name),
+                     bc.encode(specials, name), name)
+        # ties: the exact midpoint between every pair of neighbouring finite values
+        s = np.unique(spec_vals[np.isfinite(spec_vals)])
+        mids = (s[1:] + s[:-1]) / 2
+        if quick and mids.size > 4096:
+            mids = mids[:: mids.size // 4096]
+        c.check_bits("round to nearest even", f"{name}: {mids.size} exact midpoints (ties) go to the even neighbour",
+                     _enc(mids, name), bc.encode(mids, name), name)
+        # one float64 ulp either side of each tie: a single rounding must go away from the tie
+        # (rounding through float32 first lands on the tie and then goes to even: double rounding)
+        near = np.concatenate([np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
+        c.check_bits("round to nearest even", f"{name}: one float64 ulp off each tie rounds to the nearer side "
+                     "(no double rounding)", _enc(near, name), bc.encode(near, name), name)
+        # overflow: values past max, at and around the midpoint above it
+        top = s[s > 0]
+        step = float(top[-1] - top[-2])
+        over = np.array([mx + step * 0.25, mx + step * 0.5, np.nextafter(mx + step * 0.5, np.inf), mx + step,
+                         mx * 4, -mx * 4, -(mx + step * 0.5)], np.float64)
+        c.check_bits("saturation and overflow", f"{name}: values beyond max (non-saturating conversion)",
+                     _enc(over, name), bc.encode(over, name), name)
+        # the register codec of the simulator (tilesim.wave.codec) reads and writes the same bits
+        _register_codec_cases(c, name, pats, spec_vals)
+    # E8M0 (block scales of the scaled MFMA): decode only, it has no sign and no zero
+    pats = np.arange(256)
+    got = decode(pats.astype(np.uint64), "e8m0")
+    c.check("bit patterns", "e8m0: all 256 bit patterns decode as the specification says", got,
+            bc.decode(pats, "e8m0"), _source("e8m0"))
+    n_nan, _, _, mx, lo = SPEC_FACTS["e8m0"]
+    c.check("special values", "e8m0: one NaN (0xff), no zero, values 2^-127 .. 2^127",
+            [int(np.isnan(got).sum()), int(np.sum(got == 0)), float(np.nanmax(got)), float(np.nanmin(got))],
+            [n_nan, 0, mx, lo], _source("e8m0"))
+    # FNUZ vs OCP: the same bits, different meanings (values read off the specifications)
+    for bits, fnuz, ocp in [(0x80, math.nan, -0.0), (0x7F, 240.0, math.nan), (0xFF, -240.0, math.nan),
+                            (0x40, 1.0, 2.0), (0x01, 2.0 ** -10, 2.0 ** -9)]:
         c.check("FNUZ vs OCP", f"e4m3 bits {bits:#04x}: FNUZ {fnuz}, OCP {ocp}",
                 [decode(np.array([bits], np.uint64), "fp8_fnuz")[0], decode(np.array([bits], np.uint64), "fp8_ocp")[0]],
                 [fnuz, ocp], FNUZ + "; " + OCP)
-    c.check("FNUZ vs OCP", "e5m2 bits 0x7c: FNUZ 32768 (no Inf), OCP +Inf",
-            [decode(np.array([0x7C], np.uint64), "bf8_fnuz")[0], decode(np.array([0x7C], np.uint64), "bf8_ocp")[0]],
-            [32768.0, math.inf], FNUZ + "; " + OCP)
+    for bits, fnuz, ocp in [(0x7C, 32768.0, math.inf), (0x80, math.nan, -0.0), (0x3C, 0.5, 1.0)]:
+        c.check("FNUZ vs OCP", f"e5m2 bits {bits:#04x}: FNUZ {fnuz}, OCP {ocp}",
+                [decode(np.array([bits], np.uint64), "bf8_fnuz")[0], decode(np.array([bits], np.uint64), "bf8_ocp")[0]],
+                [fnuz, ocp], FNUZ + "; " + OCP)
     for name in ("fp8_fnuz", "bf8_fnuz"):
-        all_bits = decode(np.arange(256, dtype=np.uint64), name)
-        c.check("FNUZ vs OCP", f"{name}: exactly one NaN pattern, no Inf, no -0",
-                [int(np.isnan(all_bits).sum()), int(np.isinf(all_bits).sum()),
-                 int(np.sum((all_bits == 0) & np.signbit(all_bits)))],
-                [1, 0, 0], FNUZ)
-        c.check("FNUZ vs OCP", f"{name}: -0.0, NaN, ±Inf encode to 0x00, 0x80, 0x80, 0x80",
-                encode(np.array([-0.0, np.nan, np.inf, -np.inf]), name), np.array([0, 0x80, 0x80, 0x80], np.uint64),
+        c.check("FNUZ vs OCP", f"{name}: -0.0, NaN, ±Inf, -tiny encode to 0x00, 0x80, 0x80, 0x80, 0x00",
+                _enc(np.array([-0.0, np.nan, np.inf, -np.inf, -1e-30]), name), np.array([0, 0x80, 0x80, 0x80, 0]),
                 FNUZ)
     # integers: two's complement sign, and wrapping of out-of-range host values
     for name, bits in (("i8", 8), ("i4", 4), ("u8", 8), ("u4", 4), ("i32", 32)):
@@ -159,6 +202,43 @@ def codec_cases(c: Campaign, quick: bool) -> None:
         want = ((vals % (1 << bits)) + half) % (1 << bits) - half if signed else vals % (1 << bits)
         c.check("integers", f"{name}: two's complement, out-of-range values wrap modulo 2**{bits}",
                 decode(encode(vals, name), name), want, "two's complement; " + (SIGN if bits < 32 else WRAP))
+        if bits < 32:
+            pats = np.arange(1 << bits)
+            want_v = np.where(pats >= half, pats - (1 << bits), pats) if signed else pats
+            c.check("bit patterns", f"{name}: all {pats.size} bit patterns decode as two's complement"
+                    if signed else f"{name}: all {pats.size} bit patterns decode as unsigned",
+                    decode(pats.astype(np.uint64), name), want_v, "two's complement; " + SIGN)
+            _register_codec_cases(c, name, pats, want_v.astype(np.float64))
+
+
+def _register_codec_cases(c: Campaign, name: str, pats: np.ndarray, values: np.ndarray) -> None:
+    """Pack every pattern into registers by hand — element ``s`` of a lane at bits ``[s·w, s·w + w)``
+    of the lane's VGPRs concatenated little-endian, as AMD's ISA packs sub-dword operands — and
+    require ``tilesim.wave.codec`` to read exactly the spec's values and to write exactly these bytes."""
+    w = _dtypes.dtype(name).reg_bits
+    lanes = {16: 64, 8: 32, 6: 4, 4: 2}[w]  # 6-bit: 16 per lane, so elements straddle VGPRs
+    slots = pats.size // lanes
+    nregs = -(-slots * w // 32)
+    regs = np.zeros((lanes, nregs), np.uint32)
+    for lane in range(lanes):
+        word = 0
+        for s in range(slots):
+            word |= int(pats[lane * slots + s]) << (s * w)
+        for r in range(nregs):
+            regs[lane, r] = (word >> (32 * r)) & 0xFFFFFFFF
+    hw = np.array([(ln, s) for ln in range(lanes) for s in range(slots)])
+    lay = Layout.from_pairs({"lane": lanes, "slot": slots}, {"row": lanes, "col": slots}, hw, hw, elem_bits=w)
+    cod = wave_codec(lay, name, nregs)
+    tile, bad = cod.tile(regs)
+    c.check("register codec", f"{name}: registers packed by hand decode through tilesim.wave.codec as the spec says",
+            tile.reshape(-1), values, _source(name) if name in bc.FORMATS else "two's complement", via="register codec")
+    finite = ~np.isnan(values)
+    regs_want = np.where(finite.reshape(lanes, slots).all(1)[:, None], regs, 0)  # lanes holding a NaN are skipped
+    keep = finite.reshape(lanes, slots).all(1)
+    written = cod.from_tile(np.where(finite, values, 0).reshape(lanes, slots))
+    c.check("register codec", f"{name}: tilesim.wave.codec writes those values back as the same register bytes",
+            np.asarray(written)[keep].view(np.uint8), regs_want[keep].view(np.uint8),
+            _source(name) if name in bc.FORMATS else "two's complement", via="register codec")
 
 
 def _ieee_round(x: float, p: int, emax_pow: int, emin_sub: int) -> float:
@@ -186,31 +266,15 @@ def _ieee_round(x: float, p: int, emax_pow: int, emin_sub: int) -> float:
     return math.copysign(float(v), x)
 
 
-def _overflow_rule(name: str, x: np.ndarray, mx: float, step: float) -> np.ndarray:
-    """IEEE/OCP non-saturating rounding beyond max (IEEE §7.4: round as if the exponent range were
-    unbounded, overflow if the result exceeds max): below the midpoint above max rounds to max;
-    the midpoint itself goes to the even neighbour — max+step when max's last bit is odd (IEEE
-    formats, FNUZ), but max itself for OCP e4m3fn, whose all-ones mantissa is NaN so its max
-    (S.1111.110) is even; beyond that, ±Inf, or NaN where the format has no Inf (e4m3fn, FNUZ);
-    fp6/fp4 have neither Inf nor NaN encodings and saturate (ml_dtypes)."""
-    max_is_even = int(_ml_bits(np.array([mx], np.float32), name)[0]) % 2 == 0
-    mid = mx + step / 2
-    keep = (np.abs(x) < mid) | ((np.abs(x) == mid) & max_is_even)
-    out = np.where(keep, np.sign(x) * mx, np.sign(x) * np.inf)
-    if name in ("fp8_ocp", "fp8_fnuz", "bf8_fnuz"):
-        out = np.where(np.isinf(out), np.nan, out)
-    if name in ("fp6", "bf6", "fp4"):
-        out = np.sign(x) * mx
-    return out
-
-
 # ------------------------------------------------------------------------------------------ simulated mma
 
-def _ml_round(x: np.ndarray, name: str) -> np.ndarray:
-    """``x`` rounded to ``name`` by numpy/ml_dtypes (not by tilesim), as float64."""
-    t = np.float32 if name == "f32" else FLOATS[name]
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.asarray(x, np.float32).astype(t).astype(np.float64)
+def _spec_round(x: np.ndarray, name: str) -> np.ndarray:
+    """``x`` rounded to ``name`` by the spec encoder (f32: numpy's IEEE binary32 cast), as float64."""
+    x = np.asarray(x, np.float64)
+    if name == "f32":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return x.astype(np.float32).astype(np.float64)
+    return bc.decode(bc.encode(x, name), name)
 
 
 def _one_mma(ta: str, tb: str, tc: str):
@@ -259,7 +323,7 @@ def mma_cases(c: Campaign, quick: bool) -> None:
         A[4, :] = 0.0
         A[4, 0], B[0, 5] = 1.0, np.inf if tb not in ("fp8_fnuz", "bf8_fnuz", "fp8_ocp") else 1.0   # +Inf + -Inf
         got = _simulate(target, mn, A, B, C)
-        qa, qb, qc = _ml_round(A, ta), _ml_round(B, tb), _ml_round(C, tc)  # the reference rounds by ml_dtypes
+        qa, qb, qc = _spec_round(A, ta), _spec_round(B, tb), _spec_round(C, tc)  # rounded by the spec encoder
         with np.errstate(invalid="ignore", over="ignore"):
             want_nan = np.isnan(qa @ qb + qc)  # float64: which outputs IEEE makes NaN (Inf·0, Inf-Inf, NaN in)
         c.check("NaN and Inf through mma", f"{target} {mn}: NaN exactly where IEEE float64 gives NaN "
@@ -286,7 +350,7 @@ def mma_cases(c: Campaign, quick: bool) -> None:
                     "the exact sum, tilesim's model)", via="simulated mma")
         # denormal inputs are kept, not flushed (f16/bf16 smallest subnormal times 1)
         if ta in ("f16", "bf16") and td == "f32":
-            sub = float(ml_dtypes.finfo(FLOATS[ta]).smallest_subnormal)
+            sub = SPEC_FACTS[ta][4]
             A3, B3 = np.zeros((M, K)), np.zeros((K, N))
             A3[0, 0], B3[0, 0] = sub, 1.0
             A3[1, 0], B3[0, 1] = sub, sub  # product underflows f32: exact 2^-48 (f16) rounds once
@@ -336,24 +400,33 @@ def mma_cases(c: Campaign, quick: bool) -> None:
                              ("gfx950", "v_mfma_f32_16x16x32_fp8_fp8", "fp8_ocp"),
                              ("gfx1201", "v_wmma_f32_16x16x16_bf8_bf8", "bf8_ocp")][: 1 if quick else 3]:
         row = lookup(mn, target)
-        sub = float(ml_dtypes.finfo(FLOATS[name]).smallest_subnormal)
+        sub = SPEC_FACTS[name][4]
         A7, B7 = np.zeros((row.m, row.k)), np.zeros((row.k, row.n))
         A7[0, 0], B7[0, 0], A7[1, 0], B7[0, 1] = sub, sub, sub, 1.0
         got = _simulate(target, mn, A7, B7, np.zeros((row.m, row.n)))
         c.check("denormals", f"{target} {mn}: {name} smallest subnormal ({sub:g}) squared and times 1, exact in f32",
-                [got[0, 0], got[1, 1]], [sub * sub, sub], (FNUZ if "fnuz" in name else OCP) + "; " + ML
+                [got[0, 0], got[1, 1]], [sub * sub, sub], (FNUZ if "fnuz" in name else OCP) + "; " + SPEC
                 + "; exact float64 products", via="simulated mma")
-    # fp8: bits that mean NaN in FNUZ mean -0 in OCP; the same register contents, different D
+    # fp8: the same register bytes on an FNUZ and an OCP target. 0x80 is NaN in FNUZ and -0 in OCP;
+    # 0x40 is 1.0 in FNUZ e4m3 (bias 8) and 2.0 in OCP e4m3 (bias 7). The A and B registers are filled
+    # with one byte everywhere (so no layout is involved), C is zero, and D's registers are read as
+    # IEEE binary32; the expected value is the float64 dot product of the spec-decoded bytes.
     for target, mn, name in ([("gfx942", "v_mfma_f32_16x16x32_fp8_fp8", "fp8_fnuz"),
                               ("gfx950", "v_mfma_f32_16x16x32_fp8_fp8", "fp8_ocp")]
                              + ([] if quick else [("gfx1201", "v_wmma_f32_16x16x16_fp8_fp8", "fp8_ocp")])):
         row = lookup(mn, target)
-        A4 = np.ones((row.m, row.k))
-        A4[0, 0] = decode(np.array([0x80], np.uint64), name)[0]
-        got = _simulate(target, mn, A4, np.ones((row.k, row.n)), np.zeros((row.m, row.n)))
-        want = math.nan if name == "fp8_fnuz" else float(row.k - 1)
-        c.check("FNUZ vs OCP", f"{target} {mn}: A bits 0x80 ({'NaN' if want != want else '-0'}) in row 0",
-                got[0, 0], want, FNUZ if name == "fp8_fnuz" else OCP, via="simulated mma")
+        nreg = row.registers_for()
+        lanes = 32 if target.startswith("gfx12") else 64
+        for a_byte, b_byte in ((0x80, 0x40), (0x40, 0x40)):
+            fill = lambda byte, op: np.full((lanes, nreg[op]), byte * 0x01010101, np.uint32)  # noqa: E731
+            d = execute_registers(row, fill(a_byte, "A"), fill(b_byte, "B"), np.zeros((lanes, nreg["C"]), np.uint32))
+            got = np.asarray(d, np.uint32).view(np.float32).astype(np.float64)
+            av, bv = bc.decode(np.array([a_byte]), name)[0], bc.decode(np.array([b_byte]), name)[0]
+            want = float(np.add.reduce(np.full(row.k, av * bv))) + 0.0  # K equal products, plus C = +0
+            c.check("FNUZ vs OCP", f"{target} {mn}: A registers all bytes {a_byte:#04x}, B all {b_byte:#04x} "
+                    f"({name}: {av} x {bv}) give D = {want} in every element", got, np.full(got.shape, want),
+                    (FNUZ if name == "fp8_fnuz" else OCP) + "; " + SPEC + "; IEEE binary32 D registers",
+                    via="register-level mma")
     # integers: signedness and int32 wraparound, through execute_logical and the simulator
     int_rows = [("gfx942", "v_mfma_i32_16x16x32_i8", 0), ("gfx1201", "v_wmma_i32_16x16x16_iu8", 3),
                 ("gfx1201", "v_wmma_i32_16x16x16_iu8", 0), ("gfx1201", "v_wmma_i32_16x16x16_iu4", 3)]
@@ -390,6 +463,38 @@ def mma_cases(c: Campaign, quick: bool) -> None:
                 via="simulated mma")
 
 
+@contextlib.contextmanager
+def swapped_fp8_flavours():
+    """tilesim's dtype table with FNUZ and OCP exchanged (fp8_fnuz decodes as OCP E4M3 and so on):
+    the deliberate bug the campaign's self-check must catch."""
+    rows = dict(_dtypes.DTYPES)
+    swap = {"fp8_fnuz": "fp8_ocp", "fp8_ocp": "fp8_fnuz", "bf8_fnuz": "bf8_ocp", "bf8_ocp": "bf8_fnuz"}
+    for a, b in swap.items():
+        _dtypes.DTYPES[a] = dataclasses.replace(rows[a], np_name=rows[b].np_name)
+    wave_codec.cache_clear()
+    try:
+        yield
+    finally:
+        _dtypes.DTYPES.update(rows)
+        wave_codec.cache_clear()
+
+
+def self_check(c: Campaign, quick: bool) -> None:
+    """Run the codec cases with FNUZ and OCP swapped inside tilesim: every exhaustive fp8/bf8 case
+    (decode, encode round trip, register codec) and every FNUZ-vs-OCP decode case must fail."""
+    swapped = Campaign()
+    with swapped_fp8_flavours():
+        codec_cases(swapped, quick)
+    fp8 = ("fp8_", "bf8_")
+    must = [x for x in swapped.cases if (x["group"] in ("bit patterns", "register codec") and x["case"].startswith(fp8))
+            or (x["group"] == "FNUZ vs OCP" and x["case"].startswith(("e4m3", "e5m2")))]
+    caught = [x for x in must if not x["ok"]]
+    others = [x for x in swapped.cases if not x["ok"] and x not in must]
+    c.check("self-check", f"FNUZ and OCP swapped in tilesim's dtype table: {len(caught)} of {len(must)} exhaustive "
+            f"fp8/bf8 and FNUZ-vs-OCP cases fail (and {len(others)} more)", len(caught), len(must),
+            "the campaign must detect a deliberate flavour swap (issue 19 item 7)", via="self-check")
+
+
 KNOWN_DIVERGENCES = [
     {"what": "gfx90a (MI200) v_mfma_*f16 / *bf16 / *bf16_1k flush subnormal inputs and outputs to zero; "
              "tilesim's model keeps them (IEEE), on every target",
@@ -422,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     c = Campaign()
     codec_cases(c, args.quick)
     mma_cases(c, args.quick)
+    self_check(c, args.quick)
     fails = [x for x in c.cases if not x["ok"]]
     groups: dict[str, list[int]] = {}
     for x in c.cases:
