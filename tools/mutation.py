@@ -65,6 +65,8 @@ from tilesim.errors import TilesimError
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.layouts import Layout
 from tilesim.matrix import lookup
+from tests import _golden  # noqa: E402  (hardware layouts from AMD's calculator and the ISA tables)
+from tools._catalog_mutants import run_catalog_mutants, self_consistency_demo  # noqa: E402
 
 __all__ = ["drop_op", "layout_families", "main", "mutants", "replace_layouts", "run_campaign"]
 
@@ -479,6 +481,99 @@ def _out_of_tol(got: np.ndarray, ref: np.ndarray, tol: tuple[float, float]) -> n
         return ~(np.abs(got - ref) <= atol + rtol * (np.nanmax(np.abs(ref)) + 1.0)) & ~(np.isnan(got) & np.isnan(ref))
 
 
+# ----------------------------------------------------------------------------- the independent truth
+def _hw_records(prog: Program, instr: str, role: str) -> tuple[np.ndarray, str]:
+    """The hardware layout of ``role`` from an independent source, else the catalog (said so)."""
+    row = _mma_row(prog, instr)
+    gold = _golden.records(row.spellings, prog.target, role, prog.wave_size)
+    if gold is not None:
+        return gold[0], "golden"
+    return row.layout(role, wave_size=prog.wave_size).location_array(), "catalog"
+
+
+def _pos_map(rec: np.ndarray) -> dict[tuple[int, int, int], tuple[int, int]]:
+    """(lane, VGPR, bit_lo) -> the (row, col) a layout puts there (blocks: single-block rows only)."""
+    return {(int(r[4]), int(r[3]), int(r[5])): (int(r[1]), int(r[2])) for r in rec}
+
+
+def _read(hw: np.ndarray, declared: dict, x: np.ndarray, copy: str) -> np.ndarray:
+    """What the hardware reads as each logical element: at its position in the hardware layout (the
+    lowest or highest lane among replicas) it finds the element the program wrote there through its
+    declared layout (0 where the program wrote nothing)."""
+    out = np.zeros_like(x)
+    order = hw[np.lexsort((hw[:, 4] if copy == "first" else -hw[:, 4], hw[:, 2], hw[:, 1]))]
+    seen: set[tuple[int, int]] = set()
+    for r in order:
+        e = (int(r[1]), int(r[2]))
+        if e in seen:
+            continue
+        seen.add(e)
+        src = declared.get((int(r[4]), int(r[3]), int(r[5])))
+        out[e] = x[src] if src is not None else 0
+    return out
+
+
+def model_truth(prog: Program, instr: str, declared: dict[str, Layout], c_loaded: bool, seed: int = 0) -> tuple[bool, str]:
+    """Is a GEMM tile whose A/B/C fragments are declared with ``declared`` wrong on the hardware?
+
+    A float64 numpy model, independent of tilesim's simulator: the program writes A, B (and C when it
+    is loaded) into registers through its declared layouts; the instruction reads them through the
+    hardware layouts (AMD calculator / ISA tables where available); D = A·B + C in float64; the
+    program stores D through its declared C layout from registers the hardware filled through the D
+    layout. A bug is an output that differs from the float64 reference A·B + C, for either choice of
+    replica the hardware may read. Integer-valued inputs keep every sum exact, so a K permutation
+    shared by A and B is (rightly) no bug. Returns (bug, truth source)."""
+    row = _mma_row(prog, instr)
+    M, N, K = row.m, row.n, row.k
+    hw = {x: _hw_records(prog, instr, x) for x in "ABCD"}
+    src = "golden" if all(v[1] == "golden" for v in hw.values()) else "catalog"
+    dec = {x: _pos_map(declared[x].location_array()) for x in "ABC"}
+    d_at = _pos_map(hw["D"][0])
+    store = declared["C"].location_array()
+    store = store[np.lexsort((store[:, 4], store[:, 2], store[:, 1]))]
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        A, B = rng.integers(-3, 4, (M, K)).astype(np.float64), rng.integers(-3, 4, (K, N)).astype(np.float64)
+        C = rng.integers(-3, 4, (M, N)).astype(np.float64) if c_loaded else np.zeros((M, N))
+        ref = A @ B + C
+        for copy in ("first", "last"):
+            D = _read(hw["A"][0], dec["A"], A, copy) @ _read(hw["B"][0], dec["B"], B, copy) + \
+                (_read(hw["C"][0], dec["C"], C, copy) if c_loaded else 0.0)
+            out = np.full((M, N), np.nan)
+            for r in store:
+                e = (int(r[1]), int(r[2]))
+                if np.isnan(out[e]):
+                    at = d_at.get((int(r[4]), int(r[3]), int(r[5])))
+                    out[e] = D[at] if at is not None else 0.0
+            if not np.array_equal(out, ref):
+                return True, f"register model ({src} hardware layouts)"
+    return False, f"register model ({src} hardware layouts)"
+
+
+def _truth(m: Mutant) -> tuple[bool | None, str]:
+    """(bug, how judged) without the simulator, or (None, ...) when the model does not apply."""
+    if m.operator in HAZARDS:
+        return True, "hazard by construction (data race / RDNA3 replica not written)"
+    fams = {f["root"].id: f for f in layout_families(m.program)}
+    roles: dict[str, dict] = {}
+    for f in fams.values():
+        rs = {r for r, _ in f["feeds"]}
+        if len(rs) == 1:
+            roles[next(iter(rs))] = f
+    changed = [fams[i] for i in m.changes]
+    if not all(len({r for r, _ in f["feeds"]}) == 1 for f in changed) or set(roles) != {"A", "B", "C"}:
+        return None, "free layout: not modelled"
+    instr = roles["A"]["feeds"][0][1]
+    row = _mma_row(m.program, instr)
+    if row.blocks != 1:
+        return None, "multi-block instruction: not modelled"
+    declared = {}
+    for x, f in roles.items():
+        lay = m.changes[f["root"].id][1] if f["root"].id in m.changes else f["root"].layout
+        declared[x] = lay.with_elem_bits(row.layout(x, wave_size=m.program.wave_size).elem_bits)
+    return model_truth(m.program, instr, declared, c_loaded=roles["C"]["op"] != "zeros")
+
+
 class _Baseline:
     def __init__(self, example: str, prog: Program) -> None:
         mod = EXAMPLES[example][0]
@@ -487,6 +582,7 @@ class _Baseline:
         self.ref = mod.reference(**self.random)
         self.probes = _probe_sets(example, prog)
         self.sets = [self.random, *self.probes]
+        self.refs = [mod.reference(**a) for a in self.sets]
         self.outs = [ts.simulate(prog, **a).outputs for a in self.sets]
         self.tol = _tol(prog)
 
@@ -516,11 +612,27 @@ def judge(m: Mutant, base: _Baseline) -> dict[str, Any]:
             res0 = res
         if not _same(res.outputs, want):
             changed = True
-    rec["result_changing"] = changed
+    rec["sim_changed"] = changed  # the simulator's outputs differ from the unmutated program's
     # Bugs by construction whose values the hardware does not define (the simulator orders waves and
     # reads one RDNA3 copy, so its values may not change): a data race, a missing replica.
     rec["hazard"] = m.operator in HAZARDS
-    rec["bug"] = changed or rec["hazard"]
+    truth, how = _truth(m)
+    if truth is None:  # free layouts (softmax, LDS staging): simulated outputs against the float64 reference
+        truth = sim_err is not None
+        for arrays, ref in zip(base.sets, base.refs):
+            try:
+                out = ts.simulate(m.mutant, **arrays).outputs
+            except TilesimError:
+                truth = True
+                break
+            if any(_out_of_tol(out[n], r, base.tol).any() for n, r in ref.items()):
+                truth = True
+                break
+        how = "simulated vs float64 reference (" + how + ")"
+    rec["bug"], rec["truth"] = bool(truth), how
+    rec["result_changing"] = bool(truth) and not rec["hazard"]
+    rec["model_disagrees_with_simulator"] = how.startswith("register model") and bool(truth) != changed \
+        and not rec["hazard"]
     diff_bad = None
     if res0 is not None:
         for name, ref in base.ref.items():
@@ -556,10 +668,24 @@ def judge(m: Mutant, base: _Baseline) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- campaign
 HAZARDS = ("barrier_drop", "replication_drop")
+CATALOG_OPS = {"lane_swap": _lane_swap, "vgpr_off_by_one": _vgpr_off_by_one, "slot_swap": _slot_swap, "k_perm": _k_perm,
+               "k_swap": _k_swap, "mutated_positions": lambda a, b: mutated_positions(a, b)}
 
 QUICK = {  # (example, program index): one program per example family, the RDNA3/RDNA4 ports first
     ("gemm", 0), ("gemm", 1), ("gemm", 2), ("lds_gemm", 0), ("softmax", 0), ("int8_gemm", 1), ("fp8_gemm", 0),
 }
+
+
+def _rate(num: int, den: int) -> float | None:
+    """num/den, or None for 0/0 (reported as "0/0", never as 100%)."""
+    return num / den if den else None
+
+
+def _baseline_truth(prog: Program) -> bool | None:
+    """The register model on the unmutated program (None where it does not apply): must be no bug."""
+    m = Mutant("", prog, 0, "none", "", "direct", prog, {})
+    bug, _ = _truth(m)
+    return bug
 
 
 def run_campaign(quick: bool = False) -> dict[str, Any]:
@@ -572,7 +698,9 @@ def run_campaign(quick: bool = False) -> dict[str, Any]:
             base = _Baseline(example, prog)
             rep0 = ts.check(prog)
             ok0 = rep0.ok and not any(_out_of_tol(base.outs[0][n], r, base.tol).any() for n, r in base.ref.items())
-            baselines.append({"program": f"{example}/{prog.target}#{index}", "check_ok": rep0.ok, "clean": bool(ok0)})
+            model0 = _baseline_truth(prog)
+            baselines.append({"program": f"{example}/{prog.target}#{index}", "check_ok": rep0.ok,
+                              "clean": bool(ok0) and model0 is not True, "model_says_bug": model0})
             for m in mutants(example, index, prog):
                 records.append(judge(m, base))
     changing = [r for r in records if r["bug"]]
@@ -589,6 +717,11 @@ def run_campaign(quick: bool = False) -> dict[str, Any]:
         c["detected"] += r["bug"] and r["detected"]
         c["exact_blame"] += r["bug"] and r["detected"] and r["exact_blame"]
         c["by_check"] += r["caught_by_check"]
+    truth_by: Counter = Counter(r["truth"].split(" (")[0] + (" (golden)" if "golden hardware" in r["truth"] else
+                                                           " (catalog)" if "catalog hardware" in r["truth"] else "")
+                                for r in records)
+    catalog = run_catalog_mutants(CATALOG_OPS, quick=quick)
+    cs = catalog["summary"]
     summary = {
         "mode": "quick" if quick else "full",
         "programs": len(baselines),
@@ -596,22 +729,63 @@ def run_campaign(quick: bool = False) -> dict[str, Any]:
         "bugs": len(changing),
         "result_changing": sum(r["result_changing"] for r in records),
         "hazards": sum(r["hazard"] for r in records),
+        "truth_sources": dict(truth_by),
         "detected": len(detected),
-        "detection_rate": len(detected) / len(changing) if changing else 1.0,
+        "detection_rate": _rate(len(detected), len(changing)),
         "exact_blame": len(exact),
-        "exact_blame_rate": len(exact) / len(detected) if detected else 1.0,
+        "exact_blame_rate": _rate(len(exact), len(detected)),
         "caught_by_diff": sum(r["caught_by_diff"] for r in changing),
+        "caught_by_check": sum(r["caught_by_check"] for r in changing),
         "diff_blame_exact": sum(bool(r.get("diff_blame_exact")) for r in changing),
+        "model_disagrees_with_simulator": sum(r["model_disagrees_with_simulator"] for r in records),
         "result_preserving": len(preserving),
         "k_perm_shared": len(shared),
         "k_perm_shared_warned": sum(bool(r.get("equivalent_warning")) and not r["check_errors"] for r in shared),
         "preserving_with_check_error": sum(bool(r["check_errors"]) for r in preserving),
         "baselines_clean": sum(b["clean"] for b in baselines),
-        "seconds": round(time.perf_counter() - t0, 2),
+        "catalog_mutants": cs["mutants"],
+        "catalog_caught_by_golden": cs["caught_by_golden"],
+        "catalog_detection_rate": _rate(cs["caught_by_golden"], cs["mutants"]),
+        "catalog_exact_blame": cs["exact_blame"],
+        "catalog_baseline_mismatches": cs["baseline_mismatches"],
+        "catalog_operands_without_independent_golden": cs["operands_without_independent_golden"],
     }
+    summary["seconds"] = round(time.perf_counter() - t0, 2)
     return {"summary": summary, "by_operator": {k: dict(v) for k, v in sorted(by_op.items())},
             "baselines": baselines, "escaped": [r for r in changing if not r["detected"]],
-            "inexact": [r for r in detected if not r["exact_blame"]], "mutants": records}
+            "inexact": [r for r in detected if not r["exact_blame"]],
+            "disagreements": [r for r in records if r["model_disagrees_with_simulator"]],
+            "catalog": {k: v for k, v in catalog.items() if k != "mutants"},
+            "catalog_plant": self_consistency_demo(CATALOG_OPS),
+            "mutants": records, "catalog_mutants": catalog["mutants"]}
+
+
+def verdict(doc: dict[str, Any]) -> list[str]:
+    """Why the campaign fails (empty: it passes)."""
+    s, why = doc["summary"], []
+    if s["bugs"] == 0 or s["catalog_mutants"] == 0:
+        why.append(f"nothing to judge: {s['bugs']} program bugs, {s['catalog_mutants']} catalog mutants")
+    if s["detected"] != s["bugs"]:
+        why.append(f"{s['bugs'] - s['detected']} bugs escaped")
+    if s["exact_blame"] != s["detected"]:
+        why.append(f"{s['detected'] - s['exact_blame']} detected bugs blamed the wrong place")
+    if s["k_perm_shared_warned"] != s["k_perm_shared"]:
+        why.append("a shared K permutation was not warned about (or drew an error)")
+    if s["baselines_clean"] != s["programs"]:
+        why.append("an unmutated program raised an alarm")
+    if s["model_disagrees_with_simulator"]:
+        why.append(f"{s['model_disagrees_with_simulator']} mutants: the simulator and the register model disagree")
+    if s["catalog_caught_by_golden"] != s["catalog_mutants"]:
+        why.append(f"{s['catalog_mutants'] - s['catalog_caught_by_golden']} catalog mutants escaped the golden data")
+    if s["catalog_exact_blame"] != s["catalog_caught_by_golden"]:
+        why.append("a catalog mutant's golden diff named the wrong positions")
+    if s["catalog_baseline_mismatches"]:
+        why.append(f"{s['catalog_baseline_mismatches']} unmutated catalog layouts differ from the golden data")
+    return why
+
+
+def _frac(num: int, den: int) -> str:
+    return f"{num}/{den}" + (f" ({100 * num / den:.1f}%)" if den else "")
 
 
 def table(doc: dict[str, Any]) -> str:
@@ -621,21 +795,33 @@ def table(doc: dict[str, Any]) -> str:
         lines.append(f"{op:18} {c['mutants']:>7} {c['bugs']:>5} {c['result_changing']:>8} {c['detected']:>8} "
                      f"{c['by_check']:>8} {c['exact_blame']:>6}")
     lines.append("")
-    lines.append(f"{s['mode']} run: {s['programs']} programs, {s['mutants']} mutants in {s['seconds']} s; "
+    lines.append(f"{s['mode']} run: {s['programs']} programs, {s['mutants']} program mutants in {s['seconds']} s; "
                  f"baselines clean {s['baselines_clean']}/{s['programs']}")
+    lines.append(f"bugs judged by: {s['truth_sources']}")
     lines.append(f"bugs {s['bugs']} ({s['result_changing']} result-changing, {s['hazards']} races/missing replicas): "
-                 f"detected {s['detected']} "
-                 f"({100 * s['detection_rate']:.1f}%), exact blame {s['exact_blame']} "
-                 f"({100 * s['exact_blame_rate']:.1f}% of detected)")
-    lines.append(f"the simulated diff alone catches {s['caught_by_diff']} of the bugs; its store-side blame "
-                 f"is exact for {s['diff_blame_exact']} of those")
+                 f"detected {_frac(s['detected'], s['bugs'])}, exact blame {_frac(s['exact_blame'], s['detected'])}")
+    lines.append(f"caught by check {s['caught_by_check']}, by the simulated diff {s['caught_by_diff']} (its store-side "
+                 f"blame exact for {s['diff_blame_exact']}); register model vs simulator disagreements: "
+                 f"{s['model_disagrees_with_simulator']}")
     lines.append(f"result-preserving {s['result_preserving']}: k_perm_shared {s['k_perm_shared']} "
                  f"(warned 'equivalent, but not the hardware layout' with no error: {s['k_perm_shared_warned']}); "
                  f"with a check error: {s['preserving_with_check_error']}")
+    lines.append(f"catalog mutants: caught by independent golden data {_frac(s['catalog_caught_by_golden'], s['catalog_mutants'])}"
+                 f", exact blame {_frac(s['catalog_exact_blame'], s['catalog_caught_by_golden'])}; unmutated rows "
+                 f"differing from golden: {s['catalog_baseline_mismatches']}; operands with no independent golden "
+                 f"(not mutated): {s['catalog_operands_without_independent_golden']}")
+    p = doc.get("catalog_plant", {})
+    if p:
+        lines.append(f"planted catalog bug ({p['plant']}): golden catches C {p['golden_catches_C']}, D "
+                     f"{p['golden_catches_D']}; tilesim's own check OK under it: {p['check_ok_under_the_plant']}")
     for r in doc["escaped"][:10]:
         lines.append(f"ESCAPED: {r['mutant']}")
     for r in doc["inexact"][:10]:
         lines.append(f"inexact blame: {r['mutant']}: {r['blame']}")
+    for r in doc["disagreements"][:10]:
+        lines.append(f"model/simulator disagree: {r['mutant']}: model bug={r['bug']}, simulator changed={r['sim_changed']}")
+    for r in doc["catalog"]["escaped"][:10] + doc["catalog"]["inexact"][:10]:
+        lines.append(f"catalog mutant not caught exactly: {r['mutant']}")
     return "\n".join(lines)
 
 
@@ -645,10 +831,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=str(DEFAULT_JSON), help="where to write the results")
     args = ap.parse_args(argv)
     doc = run_campaign(quick=args.quick)
+    doc["failures"] = verdict(doc)
     Path(args.json).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     print(table(doc))
-    s = doc["summary"]
-    return 0 if s["detected"] == s["bugs"] and s["k_perm_shared_warned"] == s["k_perm_shared"] else 1
+    for why in doc["failures"]:
+        print(f"FAIL: {why}")
+    return 1 if doc["failures"] else 0
 
 
 if __name__ == "__main__":
