@@ -513,7 +513,8 @@ def _read(hw: np.ndarray, declared: dict, x: np.ndarray, copy: str) -> np.ndarra
     return out
 
 
-def model_truth(prog: Program, instr: str, declared: dict[str, Layout], c_loaded: bool, seed: int = 0) -> tuple[bool, str]:
+def model_truth(prog: Program, instr: str, declared: dict[str, Layout], c_loaded: bool, seed: int = 0,
+                post: Any = None) -> tuple[bool, str]:
     """Is a GEMM tile whose A/B/C fragments are declared with ``declared`` wrong on the hardware?
 
     A float64 numpy model, independent of tilesim's simulator: the program writes A, B (and C when it
@@ -522,7 +523,8 @@ def model_truth(prog: Program, instr: str, declared: dict[str, Layout], c_loaded
     program stores D through its declared C layout from registers the hardware filled through the D
     layout. A bug is an output that differs from the float64 reference A·B + C, for either choice of
     replica the hardware may read. Integer-valued inputs keep every sum exact, so a K permutation
-    shared by A and B is (rightly) no bug. Returns (bug, truth source)."""
+    shared by A and B is (rightly) no bug. ``post`` (an elementwise epilogue) is applied to both
+    sides before comparing. Returns (bug, truth source)."""
     row = _mma_row(prog, instr)
     M, N, K = row.m, row.n, row.k
     hw = {x: _hw_records(prog, instr, x) for x in "ABCD"}
@@ -545,12 +547,12 @@ def model_truth(prog: Program, instr: str, declared: dict[str, Layout], c_loaded
                 if np.isnan(out[e]):
                     at = d_at.get((int(r[4]), int(r[3]), int(r[5])))
                     out[e] = D[at] if at is not None else 0.0
-            if not np.array_equal(out, ref):
+            if not np.array_equal(out if post is None else post(out), ref if post is None else post(ref)):
                 return True, f"register model ({src} hardware layouts)"
     return False, f"register model ({src} hardware layouts)"
 
 
-def _truth(m: Mutant) -> tuple[bool | None, str]:
+def _truth(m: Mutant, post: Any = None) -> tuple[bool | None, str]:
     """(bug, how judged) without the simulator, or (None, ...) when the model does not apply."""
     if m.operator in HAZARDS:
         return True, "hazard by construction (data race / RDNA3 replica not written)"
@@ -571,7 +573,7 @@ def _truth(m: Mutant) -> tuple[bool | None, str]:
     for x, f in roles.items():
         lay = m.changes[f["root"].id][1] if f["root"].id in m.changes else f["root"].layout
         declared[x] = lay.with_elem_bits(row.layout(x, wave_size=m.program.wave_size).elem_bits)
-    return model_truth(m.program, instr, declared, c_loaded=roles["C"]["op"] != "zeros")
+    return model_truth(m.program, instr, declared, c_loaded=roles["C"]["op"] != "zeros", post=post)
 
 
 class _Baseline:

@@ -304,8 +304,13 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
         return
     if row.blocks != 1:
         return  # refused by structure()
-    mods = {k: v for k, v in (op.attr("modifiers") or ()) if k in ("cbsz", "abid", "blgp", "opsel")}
-    neg = dict(op.attr("modifiers") or ()).get("neg", 0)
+    raw = op.attr("modifiers") or ()
+    if not isinstance(raw, tuple) or not all(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str)
+                                             and isinstance(m[1], int) for m in raw):
+        rep.findings.append(Finding("error", where, f"modifiers must be (name, integer) pairs; got {raw!r}"[:200]))
+        return
+    mods = {k: v for k, v in raw if k in ("cbsz", "abid", "blgp", "opsel")}
+    neg = dict(raw).get("neg", 0)
     try:
         eff = signed_types(row, int(neg))[0] if isinstance(neg, int) else None
     except (TilesimError, TypeError, ValueError):

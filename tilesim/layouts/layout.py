@@ -514,7 +514,11 @@ class Layout:
         for n, v in fixed.items():
             if n not in self.in_names:
                 raise LayoutError(f"restrict(): unknown hardware dim {n!r}; dims are {list(self.in_names)}")
-            keep &= hw[:, self.in_names.index(n)] == v
+            size = dict(self.in_dims)[n]
+            # one index of the dim: a list, a float, -1 or a huge value used to broadcast or select nothing
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= int(v) < size:
+                raise LayoutError(f"restrict(): {n}={v!r:.60} is not an index of {n}; valid: an integer 0..{size - 1}")
+            keep &= hw[:, self.in_names.index(n)] == int(v)
         rest = [d for d, (n, _) in enumerate(self.in_dims) if n not in fixed]
         dims = tuple(self.in_dims[d] for d in rest) or (("one", 1),)
         hw2 = hw[keep][:, rest] if rest else np.zeros((int(keep.sum()), 1), np.int64)
