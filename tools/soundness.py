@@ -146,16 +146,19 @@ class Campaign:
         self.counts: Counter = Counter()
         self.by_kind: dict[str, Counter] = {}
         self.violations: list[dict[str, Any]] = []
+        self.classes: Counter = Counter()
         self.cli_pool: list[tuple[Program, dict, dict, str]] = []
 
-    def violate(self, inv: int, what: str, prog: Program | None, detail: str) -> None:
+    def violate(self, inv: int, cls: str, what: str, prog: Program | None, detail: str) -> None:
+        """Record a violation of invariant ``inv``; ``cls`` (the mutation kind, or what went wrong)
+        groups them: every one is counted, five reproducers per (invariant, class) are kept."""
+        key = f"{INVARIANTS[inv].split()[0]} {cls}"
+        self.classes[key] += 1
         self.counts[f"violations {INVARIANTS[inv].split()[0]}"] += 1
-        if sum(1 for v in self.violations if v["invariant"] == INVARIANTS[inv] and v["what"].split(":")[0]
-               == what.split(":")[0]) >= 5:  # five reproducers per invariant and kind are enough
-            self.counts["violations not stored"] += 1
+        if self.classes[key] > 5:
             return
-        self.violations.append({"invariant": INVARIANTS[inv], "what": what, "seed": self.seed, "detail": detail[:500],
-                                "program_json": None if prog is None else prog.to_json()})
+        self.violations.append({"invariant": INVARIANTS[inv], "class": cls, "what": what, "seed": self.seed,
+                                "detail": detail[:500], "program_json": None if prog is None else prog.to_json()})
 
     def judge(self, what: str, kind: str, prog: Program, inputs: dict[str, np.ndarray],
               ref: dict[str, np.ndarray], truth: bool | None = None, truth_how: str = "") -> None:
@@ -170,7 +173,7 @@ class Campaign:
         except TilesimError:
             check_ok = False
         except Exception as e:  # noqa: BLE001
-            self.violate(0, f"{what}: check raised {type(e).__name__}", prog, _tb(e))
+            self.violate(0, f"check raised {type(e).__name__}", what, prog, _tb(e))
             return
         c["check_ok"] += check_ok
         sim_out, sim_err = None, None
@@ -180,7 +183,7 @@ class Campaign:
             sim_err = f"{type(e).__name__}: {e}"
         except Exception as e:  # noqa: BLE001
             if check_ok:
-                self.violate(0, f"{what}: simulate raised {type(e).__name__} after check OK", prog, _tb(e))
+                self.violate(0, f"{kind}: simulate raised {type(e).__name__}", what, prog, _tb(e))
                 return
             sim_err = f"untyped {type(e).__name__} (check had refused the program)"
         tol = tol_of(prog) if kind == "original" else tol_of_or(prog, self.base_tol)
@@ -193,14 +196,14 @@ class Campaign:
         c[f"truth: {truth_how.split(' (')[0]}"] += 1
         if kind == "original":
             if check_ok and sim_out is not None and sim_off:
-                self.violate(1, f"{what}: simulated output differs from the float64 reference", prog,
+                self.violate(1, "simulated output differs from the float64 reference", what, prog,
                              _worst(sim_out, ref))
             correct = check_ok and sim_out is not None and not sim_off
             if correct and (self.counts["programs"] % self.verdict_every == 0 or "example" in what):
                 v = self.verdict(prog, inputs, ref)
                 c["verdicts"] += 1
                 if v is not None and not passing(v):
-                    self.violate(4, f"{what}: a correct program got a failing verdict", prog, str(v)[:500])
+                    self.violate(4, f"failing verdict {v.status}", what, prog, str(v)[:500])
             self.maybe_cli(prog, inputs, ref, what)
             return
         c["result_changing"] += bool(truth)
@@ -217,7 +220,7 @@ class Campaign:
         if v is None:
             c["refused_by_run"] += 1
         elif passing(v):
-            self.violate(2, f"{kind}: {what}: check OK and a passing verdict ({v.status}) on a result-changing "
+            self.violate(2, kind, f"{what}: check OK and a passing verdict ({v.status}) on a result-changing "
                          f"mutation ({truth_how})", prog, str(v)[:500])
         else:
             c["caught_by_verdict"] += 1
@@ -233,7 +236,7 @@ class Campaign:
         except TilesimError:
             return None
         except Exception as e:  # noqa: BLE001
-            self.violate(0, f"run raised {type(e).__name__}", prog, _tb(e))
+            self.violate(0, f"run raised {type(e).__name__}", prog.name, prog, _tb(e))
             return None
 
     def maybe_cli(self, prog: Program, inputs: dict, ref: dict, what: str) -> None:
@@ -356,7 +359,8 @@ def cli_sample(camp: Campaign, k: int) -> None:
                 ok = False
             rc = _cli(cli, ["check", str(f)])
             if rc != (0 if ok else 1) and not (rc == 2 and not ok):
-                camp.violate(3, f"{what}: `tilesim check` exited {rc}, check says {'OK' if ok else 'errors'}", prog, "")
+                camp.violate(3, "check exit status", f"{what}: `tilesim check` exited {rc}, check says "
+                             f"{'OK' if ok else 'errors'}", prog, "")
             try:
                 sim = ts.simulate(prog, **inputs).outputs
                 sim_good = not any(off(sim[n], r, tol_of(prog)) for n, r in ref.items())
@@ -364,14 +368,15 @@ def cli_sample(camp: Campaign, k: int) -> None:
                 sim_good = None
             rc = _cli(cli, ["simulate", str(f)])
             if sim_good is not None and (rc == 0) != (sim_good and ok):
-                camp.violate(3, f"{what}: `tilesim simulate` exited {rc}; the simulation is "
+                camp.violate(3, "simulate exit status", f"{what}: `tilesim simulate` exited {rc}; the simulation is "
                              f"{'within' if sim_good else 'outside'} tolerance of reference() and check is "
                              f"{'OK' if ok else 'not OK'}", prog, "")
             v = camp.verdict(prog, inputs, ref)
             with no_compiler():
                 rc = _cli(cli, ["run", str(f), "--device", "none"])
             if v is not None and (rc == 0) != passing(v):
-                camp.violate(3, f"{what}: `tilesim run` exited {rc}, the verdict is {v.status}", prog, "")
+                camp.violate(3, "run exit status", f"{what}: `tilesim run` exited {rc}, the verdict is {v.status}",
+                             prog, "")
 
 
 def _cli(cli: Any, argv: list[str]) -> int:
@@ -396,7 +401,7 @@ def run_campaign(random: int = 4900, seed: int = 0, cli: int = 40, with_examples
     return {"seed": seed, "commit": commit, "random_gemms": random, "programs": camp.counts["programs"],
             "violations": sum(v for k, v in camp.counts.items() if k.startswith("violations I") or
                               k.startswith("violations no")),
-            "counts": dict(camp.counts), "by_kind": {k: dict(v) for k, v in sorted(camp.by_kind.items())},
+            "counts": dict(camp.counts), "violation_classes": dict(camp.classes.most_common()), "by_kind": {k: dict(v) for k, v in sorted(camp.by_kind.items())},
             "invariants": list(INVARIANTS), "seconds": round(time.perf_counter() - t0, 1),
             "violation_records": camp.violations}
 
@@ -427,6 +432,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {k}: {v}")
     for kind, c in doc["by_kind"].items():
         print(f"  {kind:28} " + ", ".join(f"{a} {b}" for a, b in sorted(c.items())))
+    for cls, n in doc.get("violation_classes", {}).items():
+        print(f"  violations {cls}: {n}")
     for v in doc["violation_records"][:40]:
         print(f"VIOLATION [{v['invariant'].split()[0]}] {v['what'][:200]}\n    {v['detail'].splitlines()[0][:200]}")
     return 1 if doc["violations"] else 0
