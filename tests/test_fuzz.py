@@ -179,3 +179,22 @@ def test_check_flags_an_operand_that_is_not_a_fragment_instead_of_asserting():
     broken = mutation._map_values(prog, lambda v: Value(v.id, "scalar") if v.id == a_id else v)
     (err,) = ts.check(broken).errors  # used to be a bare `assert` (AssertionError)
     assert "operand A" in err.where and "not a fragment" in err.message
+
+
+def test_from_json_refuses_a_loop_without_carried_pairs():
+    """Fuzz seed 2 (issue 19 item 2): a program JSON whose loop lost its ``carried`` attribute passed
+    from_json, then check raised TypeError ('NoneType' object is not iterable) in the VGPR estimate."""
+    import json
+
+    from examples import gemm, softmax
+
+    doc = json.loads(gemm.gemm.specialize(target="gfx1201", M=16, N=16, K=32).to_json())
+    loop = doc["body"][3]
+    assert loop["kind"] == "loop"
+    del loop["attrs"]["carried"]
+    with pytest.raises(VerifyError, match="carried"):
+        Program.from_json(json.dumps(doc))
+    loop["attrs"]["carried"] = []  # no carried values is a valid loop
+    Program.from_json(json.dumps(doc))
+    for prog in softmax.programs():
+        assert Program.from_json(prog.to_json()) == prog

@@ -397,7 +397,9 @@ def _validate(prog: Program) -> None:
             if op.kind in ("loop", "branch"):
                 visit(op.attr("body"))
             if op.kind == "loop":
-                carried = op.attr("carried") or ()
+                if op.attr("carried") is None:  # simulate, check and emit iterate it
+                    raise VerifyError("loop op needs its 'carried' attribute: (init, next) pairs, possibly none")
+                carried = op.attr("carried")
                 if not all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, Value) for x in p)
                            and p[0].kind == p[1].kind for p in carried):
                     raise VerifyError("loop-carried values must be (init, next) pairs of one kind")
