@@ -198,3 +198,25 @@ def test_from_json_refuses_a_loop_without_carried_pairs():
     Program.from_json(json.dumps(doc))
     for prog in softmax.programs():
         assert Program.from_json(prog.to_json()) == prog
+
+
+def test_check_survives_garbled_binop_and_huge_outputs():
+    """Fuzz seed 2 on the static coverage analysis (tilesim/ir/accesses.py): a binop whose ``op`` is a
+    list raised TypeError (unhashable), a 2**36-element output made the coverage count allocate
+    512 GiB (MemoryError)."""
+    import json
+
+    from examples import gemm
+
+    base = gemm.gemm.specialize(target="gfx1201", M=32, N=32, K=32).to_json()
+    doc = json.loads(base)
+    next(o for o in doc["body"] if o["kind"] == "binop")["attrs"]["op"] = ["*"]
+    (err,) = ts.check(Program.from_json(json.dumps(doc))).errors
+    assert "unknown scalar operator" in err.message
+    doc = json.loads(base)
+    next(t for t in doc["tensors"] if t[0] == "C")[3] = [1 << 18, 1 << 18]
+    try:
+        rep = ts.check(Program.from_json(json.dumps(doc)))
+    except VerifyError:
+        return  # refused at load (a size limit) is as good
+    assert any("over the analysis budget" in f.message or "budget" in f.message for f in rep.findings)

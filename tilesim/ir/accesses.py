@@ -165,7 +165,8 @@ class _Static:
         self.scal[op.out.id] = self.wave_of.astype(np.int64)
 
     def op_binop(self, op: Op, lead, active, scope) -> None:
-        f = _BINOPS.get(op.attr("op"))
+        name = op.attr("op")
+        f = _BINOPS.get(name) if isinstance(name, str) else None  # from JSON it may be any value
         if f is None:
             self.note("error", self.where(op), f"unknown scalar operator {op.attr('op')!r}; operators: "
                       f"{', '.join(_BINOPS)}", simulate=True)
@@ -188,6 +189,8 @@ class _Static:
         name = op.attr("tensor")
         rows, cols = self.p.tensor(name).shape
         rr, cc, lane_vgpr = _records(v, bool(op.attr("transpose")))
+        if not rr.size:  # a fragment holding no element accesses nothing
+            return
         r0s, c0s = self.scalar(r0, op), self.scalar(c0, op)
         # bounds from the extents, on the scalars' own (broadcastable) shapes: O(trips + waves) for a GEMM's loads
         if not store and bool(((r0s + rr.min() >= 0) & (r0s + rr.max() < rows)).all()) \
@@ -391,6 +394,10 @@ def _coverage(st: _Static, prog: Program) -> None:
             continue
         rows, cols = t.shape
         size = rows * cols
+        if size > BUDGET:
+            st.note("warning", "program", f"coverage of {t.name} not analysed: {size} elements is over the analysis "
+                    "budget")
+            continue
         counts = np.zeros(size, np.int64)
         parts = []
         for s in stores:
