@@ -345,37 +345,44 @@ def cli_sample(camp: Campaign, k: int) -> None:
     picks = rng.choice(len(pool), size=min(k, len(pool)), replace=False) if pool else []
     for i in picks:
         prog, inputs, ref, what = pool[int(i)]
-        with tempfile.TemporaryDirectory(prefix="tilesim-soundness-") as tmp:
-            d = Path(tmp)
-            (d / "prog.json").write_text(prog.to_json())
-            np.savez(d / "inputs.npz", **inputs)
-            np.savez(d / "ref.npz", **ref)
-            f = d / f"case_{int(i)}.py"
-            f.write_text(_MODULE)
-            camp.counts["cli programs"] += 1
-            try:
-                ok = ts.check(prog).ok
-            except TilesimError:
-                ok = False
-            rc = _cli(cli, ["check", str(f)])
-            if rc != (0 if ok else 1) and not (rc == 2 and not ok):
-                camp.violate(3, "check exit status", f"{what}: `tilesim check` exited {rc}, check says "
-                             f"{'OK' if ok else 'errors'}", prog, "")
-            try:  # the simulate command's verdict: the reference check of the Python API
-                sim = ts.simulate(prog, **inputs).outputs
-                sim_good = _reference_ok(prog, sim, ref, inputs)
-            except TilesimError:
-                sim_good = None
-            rc = _cli(cli, ["simulate", str(f)])
-            if sim_good is not None and (rc == 0) != sim_good:
-                camp.violate(3, "simulate exit status", f"{what}: `tilesim simulate` exited {rc}; the simulation is "
-                             f"{'within' if sim_good else 'outside'} tolerance of reference()", prog, "")
-            v = camp.verdict(prog, inputs, ref)
-            with no_compiler():
-                rc = _cli(cli, ["run", str(f), "--device", "none"])
-            if v is not None and (rc == 0) != passing(v):
-                camp.violate(3, "run exit status", f"{what}: `tilesim run` exited {rc}, the verdict is {v.status}",
-                             prog, "")
+        try:
+            _cli_one(camp, cli, int(i), prog, inputs, ref, what)
+        except CliRaised as e:
+            camp.violate(3, "the CLI raised", what, prog, str(e))
+
+
+def _cli_one(camp: Campaign, cli: Any, i: int, prog: Program, inputs: dict, ref: dict, what: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="tilesim-soundness-") as tmp:
+        d = Path(tmp)
+        (d / "prog.json").write_text(prog.to_json())
+        np.savez(d / "inputs.npz", **inputs)
+        np.savez(d / "ref.npz", **ref)
+        f = d / f"case_{int(i)}.py"
+        f.write_text(_MODULE)
+        camp.counts["cli programs"] += 1
+        try:
+            ok = ts.check(prog).ok
+        except TilesimError:
+            ok = False
+        rc = _cli(cli, ["check", str(f)])
+        if rc != (0 if ok else 1) and not (rc == 2 and not ok):
+            camp.violate(3, "check exit status", f"{what}: `tilesim check` exited {rc}, check says "
+                         f"{'OK' if ok else 'errors'}", prog, "")
+        try:  # the simulate command's verdict: the reference check of the Python API
+            sim = ts.simulate(prog, **inputs).outputs
+            sim_good = _reference_ok(prog, sim, ref, inputs)
+        except TilesimError:
+            sim_good = None
+        rc = _cli(cli, ["simulate", str(f)])
+        if sim_good is not None and (rc == 0) != sim_good:
+            camp.violate(3, "simulate exit status", f"{what}: `tilesim simulate` exited {rc}; the simulation is "
+                         f"{'within' if sim_good else 'outside'} tolerance of reference()", prog, "")
+        v = camp.verdict(prog, inputs, ref)
+        with no_compiler():
+            rc = _cli(cli, ["run", str(f), "--device", "none"])
+        if v is not None and (rc == 0) != passing(v):
+            camp.violate(3, "run exit status", f"{what}: `tilesim run` exited {rc}, the verdict is {v.status}",
+                         prog, "")
 
 
 def _reference_ok(prog: Program, outputs: dict, ref: dict, inputs: dict) -> bool:
@@ -388,6 +395,10 @@ def _reference_ok(prog: Program, outputs: dict, ref: dict, inputs: dict) -> bool
     return bool(check_reference(prog, outputs, ref, inputs).ok)
 
 
+class CliRaised(Exception):
+    pass
+
+
 def _cli(cli: Any, argv: list[str]) -> int:
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -395,6 +406,8 @@ def _cli(cli: Any, argv: list[str]) -> int:
             return int(cli(argv))
     except SystemExit as e:
         return int(e.code or 0)
+    except Exception as e:  # noqa: BLE001 - a traceback out of the CLI is itself a violation
+        raise CliRaised(f"`tilesim {argv[0]}` raised {_tb(e)}") from None
 
 
 # ----------------------------------------------------------------------------- driver
