@@ -34,7 +34,8 @@ CUDA_BUILTINS = {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"}
 NASTY = ["int", "new", "class", "template", "lane", "wave", "x", "s", "s3", "f12", "gr", "gr0", "ok1", "i0", "ts_lds",
          "ts_u32",
          "TS_AMD", "threadIdx", "main", "__x", "_X", "_", "a__b", "9lives", "", " ", "数据", "é", "è", "a-b", "a_b",
-         "a b", "A", "x" * 5000, "back\\", "line\nbreak", "*/", "//", "\u2028", "\x00", "\udc80"]
+         "a b", "A", "x" * 5000, "back\\", "line\nbreak", "*/", "//", "\u2028", "\x00"]
+# (a lone surrogate such as "\udc80" is no name: Program refuses it, tests/test_ir.py)
 
 
 SHORT = st.from_regex(r"[a-z]{1,3}[0-9]?", fullmatch=True)  # the shape of a generated local's name

@@ -3,6 +3,8 @@ re-specialisation across targets, and clear errors for what cannot be traced."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -121,3 +123,166 @@ def test_scalar_arithmetic_matches_python():
     for t in range(3):
         src = ((t + 1) * 7 // 2 - 1) % 3 * 16
         assert np.array_equal(Y[t * 16:(t + 1) * 16], X[src:src + 16])
+
+
+# ---------------------------------------------------------------------------- attributes validated at construction
+# (issue 19 item 2, issue 13 "one op vocabulary": each was a raw traceback, or silently accepted, on 0.5.0)
+def _ops_json(prog):
+    import json
+
+    d = json.loads(prog.to_json())
+
+    def walk(ops):
+        for o in ops:
+            yield o
+            if "body" in o["attrs"]:
+                yield from walk(o["attrs"]["body"]["block"])
+
+    return d, list(walk(d["body"]))
+
+
+def _mutated(prog, kind, fn):
+    import json
+
+    d, ops = _ops_json(prog)
+    fn(next(o for o in ops if o["kind"] == kind))
+    return json.dumps(d)
+
+
+def _shuffle_program():
+    lay = lookup("v_wmma_f32_16x16x16_f16", "gfx1201").layout("C")
+
+    @ts.kernel
+    def shuf(X: ts.Tensor["f32", "M", "N"], Y: ts.Tensor["f32", "M", "N"]):
+        ts.store(Y[0:, 0:], ts.shuffle(ts.load(X[0:, 0:], lay), [(i + 1) % 32 for i in range(32)]))
+
+    return shuf.specialize(target="gfx1201", M=16, N=16)
+
+
+def _attr(name, value):
+    def f(o):
+        o["attrs"][name] = value
+    return f
+
+
+def _drop(name):
+    def f(o):
+        del o["attrs"][name]
+    return f
+
+
+def _src_lane(i, value):
+    def f(o):
+        o["attrs"]["src_lane"]["tuple"][i] = value
+    return f
+
+
+BAD_ATTRS = [
+    ("mma", _attr("modifiers", {"tuple": [[]]}), "modifiers"),
+    ("mma", _attr("modifiers", 5), "modifiers"),
+    ("mma", _attr("modifiers", {"tuple": [{"tuple": ["neg", 256]}]}), "modifiers"),
+    ("mma", _attr("modifiers", {"tuple": [{"tuple": ["neg); s_trap", 1]}]}), "modifiers"),
+    ("mma", _attr("instr", 'x"); asm("s_trap 2'), "catalog name"),
+    ("loop", _drop("carried"), "carried"),
+    ("loop", _attr("carried", 3), "malformed program JSON"),
+    ("tile_id", _attr("axis", 7), "axis"),
+    ("tile_id", _attr("axis", "x"), "axis"),
+    ("tile_id", _attr("axis", -1), "axis"),
+    ("tile_id", _attr("axis", 2), "grid"),  # gemm's grid has 2 dims: axis 2 would read TS_WG_Z() = 0
+    ("tile_id", _attr("axis", True), "axis"),
+    ("binop", _attr("op", "**"), "one of"),
+    ("binop", _attr("op", "+ 0); asm volatile(\"s_trap 2\"); s5 = (s1 +"), "one of"),
+    ("load", _attr("tensor", "Z"), "unknown tensor"),
+    ("load", _attr("transpose", "yes"), "transpose"),
+    ("load", _attr("colour", 1), "no attribute 'colour'"),
+    ("const", _attr("value", 2**40), "value"),
+]
+
+
+@pytest.mark.parametrize(("kind", "mutate", "says"), BAD_ATTRS, ids=[f"{k}-{s}" for k, _, s in BAD_ATTRS])
+def test_bad_attributes_are_typed_errors_at_construction(kind, mutate, says):
+    base = gemm.specialize(target="gfx1201", M=32, N=32, K=32)
+    if kind == "const":  # gemm has no const op: put one first
+        import json
+
+        d = json.loads(base.to_json())
+        d["body"].insert(0, {"kind": "const", "out": {"id": 9999, "kind": "scalar"}, "args": [],
+                             "attrs": {"value": 2**40}})
+        text = json.dumps(d)
+    else:
+        text = _mutated(base, kind, mutate)
+    with pytest.raises(TilesimError, match=re.escape(says)):
+        Program.from_json(text)
+
+
+@pytest.mark.parametrize("entry", [-1, 32, 1.5, "3", None, True, 2**70])
+def test_shuffle_source_lanes_must_be_lanes_of_the_wave(entry):
+    prog = _shuffle_program()
+    Program.from_json(_mutated(prog, "shuffle", _src_lane(0, 5)))  # a lane of the wave: fine
+    with pytest.raises(TilesimError, match="source lane"):
+        Program.from_json(_mutated(prog, "shuffle", _src_lane(0, entry)))
+
+
+def test_shuffle_with_a_short_lane_list_is_refused():
+    def short(o):
+        o["attrs"]["src_lane"]["tuple"] = o["attrs"]["src_lane"]["tuple"][:16]
+
+    with pytest.raises(TilesimError, match="source lane"):
+        Program.from_json(_mutated(_shuffle_program(), "shuffle", short))
+
+
+@pytest.mark.parametrize("where", ["program", "tensor", "value"])
+def test_lone_surrogate_names_are_refused(where):
+    import json
+
+    d, ops = _ops_json(gemm.specialize(target="gfx1201", M=32, N=32, K=32))
+    if where == "program":
+        d["name"] = "gemm\udc80"
+    elif where == "tensor":
+        d["tensors"][0][0] = "A\ud800"
+        for o in ops:
+            if o["attrs"].get("tensor") == "A":
+                o["attrs"]["tensor"] = "A\ud800"
+    else:
+        next(o for o in ops if o["kind"] == "tile_id")["out"]["name"] = "\udfff"
+    with pytest.raises(TilesimError, match="surrogate"):
+        Program.from_json(json.dumps(d))
+
+
+@pytest.mark.parametrize("axis", [-1, 7, "x", 1.0])
+def test_dsl_tile_id_axis_is_checked(axis):
+    @ts.kernel
+    def k(X: ts.Tensor["f32", "M", "N"]):
+        ts.grid(1, 1)
+        ts.tile_id(axis)
+
+    with pytest.raises(VerifyError, match="tile_id"):
+        k.specialize(target="gfx1201", M=16, N=16)
+
+
+def test_ops_made_in_python_are_checked_too():
+    """Not only JSON: an Op or Program built directly (as port and tools do) meets the same table."""
+    from tilesim.ir.core import Op, Value
+    from tilesim.ir.ops import OpError
+
+    s = Value(1, "scalar")
+    with pytest.raises(OpError, match="one of"):
+        Op("binop", Value(2, "scalar"), (s, 1), (("op", "<<"),))
+    with pytest.raises(OpError, match="unknown op kind"):
+        Op("exp2", None)
+    with pytest.raises(OpError, match="needs attribute 'carried'"):
+        Op("loop", Value(3, "scalar"), (0, 1, 1), (("body", ts.ir.Block()),))
+    with pytest.raises(OpError, match="value kinds"):
+        Value(4, "vector")
+
+
+def test_typed_errors_reach_the_cli_as_one_line(tmp_path, capsys):
+    from tilesim import cli
+
+    text = _mutated(gemm.specialize(target="gfx1201", M=32, N=32, K=32), "tile_id", _attr("axis", -1))
+    f = tmp_path / "bad.json"
+    f.write_text(text)
+    for cmd in (["check", str(f)], ["simulate", str(f)], ["emit", str(f), "--target", "gfx1201"], ["run", str(f)]):
+        code = cli.main(cmd)
+        err = capsys.readouterr().err
+        assert code != 0 and "Traceback" not in err and "axis" in err, (cmd, code, err)

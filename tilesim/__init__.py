@@ -17,6 +17,7 @@ from tilesim.ir import (
     barrier,
     cast,
     convert,
+    elementwise,
     exp,
     grid,
     kernel,
@@ -41,15 +42,19 @@ from tilesim.layouts import Layout
 from tilesim.matrix import MatrixInstruction, instructions, lookup
 from tilesim.wave import SimResult, equivalent, inspect, simulate
 from tilesim.ir import check
+from tilesim.ir.dsl import FUNCTIONS as _FUNCTIONS
 from tilesim.port import Port, PortError, port
 from tilesim.diff import Verdict, run
+
+globals().update(_FUNCTIONS)  # ts.exp, ts.maximum, ts.minimum, ...: one per elementwise row of the op table
 
 __version__ = "0.5.0"
 
 __all__ = [
-    "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "exp", "grid", "kernel", "lds_alloc", "lds_load",
-    "lds_store", "load", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store", "tile_id",
-    "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run", "Verdict",
+    "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc",
+    "lds_load", "lds_store", "load", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
+    "tile_id", "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run",
+    "Verdict",
     "DeviceError",
     "InstructionError",
     "Layout",
@@ -67,3 +72,4 @@ __all__ = [
     "lookup",
     "occupancy",
 ]
+__all__ += [n for n in sorted(_FUNCTIONS) if n not in __all__]

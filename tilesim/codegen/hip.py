@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from tilesim.codegen.idents import c_identifiers, comment_text
 from tilesim.errors import TilesimError
 from tilesim.targets import get_target
 from tilesim.ir.core import Block, LdsLayout, Op, Program, Value
+from tilesim.ir.ops import BINOPS, ELEMENTWISE, FLOAT_CODECS, INT_MAX, REDUCE, emit_refusals, prelude_macros
 from tilesim.layouts.expr import expressions
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
@@ -63,9 +65,7 @@ static __attribute__((device)) inline ts_u32 ts_f32_to_f16(float x) { return __b
 static __attribute__((device)) inline ts_u32 ts_lane_from(ts_u32 x, int src) { return (ts_u32)__builtin_amdgcn_ds_bpermute(src * 4, (int)x); }
 #define TS_WAVE_SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier(); \
                             __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); } while (0)
-#define TS_EXPF(x) __builtin_expf(x)
-#define TS_FMAXF(a, b) __builtin_fmaxf(a, b)
-#define TS_FMINF(a, b) __builtin_fminf(a, b)
+@AMD_MACROS@
 #else
 #define TS_AMD 0
 #define TS_TID() ((int)threadIdx.x)
@@ -83,15 +83,13 @@ static __device__ inline ts_u32 ts_f32_to_f16(float x) { unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
 static __device__ inline ts_u32 ts_lane_from(ts_u32 x, int src) { return __shfl_sync(0xffffffffu, x, src); }
 #define TS_WAVE_SYNC() __syncwarp()
-#define TS_EXPF(x) expf(x)
-#define TS_FMAXF(a, b) fmaxf(a, b)
-#define TS_FMINF(a, b) fminf(a, b)
+@CUDA_MACROS@
 #endif
 #define TS_DEV __attribute__((device))
 static TS_DEV inline int ts_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static TS_DEV inline int ts_mod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 // ---- end prelude ----
-"""
+""".replace("@AMD_MACROS@", "\n".join(prelude_macros("amd"))).replace("@CUDA_MACROS@", "\n".join(prelude_macros("nvidia")))
 
 
 @dataclass
@@ -146,8 +144,8 @@ class _Gen:
 
     def sref(self, a: object) -> str:
         if isinstance(a, Value):
-            return f"s{a.id}"
-        return str(int(a))  # type: ignore[call-overload]
+            return f"s{_int(a.id, 0, INT_MAX, 'value id')}"
+        return str(_int(a, -INT_MAX - 1, INT_MAX, "integer constant"))
 
     def frag(self, v: Value) -> str:
         n = v.layout.registers_per_lane()
@@ -187,11 +185,11 @@ class _Gen:
 
     def op_const(self, op: Op, d: int) -> None:
         self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
-        self.emit(d, f"s{op.out.id} = {int(op.attr('value'))};")
+        self.emit(d, f"s{op.out.id} = {_int(op.attr('value'), -INT_MAX - 1, INT_MAX, 'const value')};")
 
     def op_tile_id(self, op: Op, d: int) -> None:
         self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
-        self.emit(d, f"s{op.out.id} = TS_WG_{'XYZ'[op.attr('axis')]}();")
+        self.emit(d, f"s{op.out.id} = TS_WG_{'XYZ'[_int(op.attr('axis'), 0, len(self.p.grid) - 1, 'tile_id axis')]}();")
 
     def op_wave_id(self, op: Op, d: int) -> None:
         self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
@@ -199,9 +197,7 @@ class _Gen:
 
     def op_binop(self, op: Op, d: int) -> None:
         a, b = (self.sref(x) for x in op.args)
-        o = op.attr("op")
-        expr = {"//": f"ts_floordiv({a}, {b})", "%": f"ts_mod({a}, {b})", "min": f"({a} < {b} ? {a} : {b})",
-                "max": f"({a} > {b} ? {a} : {b})"}.get(o, f"({a} {o} {b})")
+        expr = _row(BINOPS, op.attr("op"), "binop").c.format(a=a, b=b)  # the table's token, never the op's text
         self.decls[f"s{op.out.id}"] = f"int s{op.out.id};"
         self.emit(d, f"s{op.out.id} = {expr};")
 
@@ -405,8 +401,7 @@ class _Gen:
         else:
             yv = "0.0f" if y is None else _f32_literal(float(y))
         a = f"ts_f32({fx}.r[i])"
-        expr = {"add": f"{a} + {yv}", "sub": f"{a} - {yv}", "mul": f"{a} * {yv}", "div": f"{a} / {yv}", "neg": f"-{a}",
-                "max": f"TS_FMAXF({a}, {yv})", "min": f"TS_FMINF({a}, {yv})", "exp": f"TS_EXPF({a})"}[op.attr("op")]
+        expr = _row(ELEMENTWISE, op.attr("op"), "elementwise").c.format(a=a, b=yv)
         self.emit(d, "#pragma unroll")
         self.emit(d, f"for (int i = 0; i < {n}; ++i) {f}.r[i] = ts_bits({expr});")
 
@@ -416,13 +411,15 @@ class _Gen:
         f, fx = self.frag(op.out), self.frag(x)
         slots = dict(x.layout.in_dims)["slot"]
         self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
+        if src not in FLOAT_CODECS or dst not in FLOAT_CODECS:
+            raise CodegenError(f"cast {src} -> {dst} is not emitted yet (between {', '.join(FLOAT_CODECS)})")
+        sb, db = dtype(src).reg_bits, dtype(dst).reg_bits
+        # slot s's bits in the source registers, decoded to a float, encoded to the destination's bits
+        x_bits = f"{fx}.r[s]" if sb == 32 else f"({fx}.r[s / {32 // sb}] >> ({sb} * (s % {32 // sb}))) & 0x{(1 << sb) - 1:x}u"
+        y = FLOAT_CODECS[dst][1].format(FLOAT_CODECS[src][0].format(x_bits))
+        put = f"{f}.r[s] = {y};" if db == 32 else f"{f}.r[s / {32 // db}] |= {y} << ({db} * (s % {32 // db}));"
         self.emit(d, "#pragma unroll")
-        if (src, dst) == ("f32", "f16"):
-            self.emit(d, f"for (int s = 0; s < {slots}; ++s) {f}.r[s / 2] |= ts_f32_to_f16(ts_f32({fx}.r[s])) << (16 * (s % 2));")
-        elif (src, dst) == ("f16", "f32"):
-            self.emit(d, f"for (int s = 0; s < {slots}; ++s) {f}.r[s] = ts_bits(ts_f16_to_f32(({fx}.r[s / 2] >> (16 * (s % 2))) & 0xffffu));")
-        else:
-            raise CodegenError(f"cast {src} -> {dst} is not emitted yet (f32 <-> f16 are)")
+        self.emit(d, f"for (int s = 0; s < {slots}; ++s) {put}")
 
     def op_shuffle(self, op: Op, d: int) -> None:
         x = op.args[0]
@@ -431,7 +428,8 @@ class _Gen:
         n = op.out.layout.registers_per_lane()
         self.tables += 1
         tname = f"ts_src{self.tables}"
-        self.emit(d, f"{{ const unsigned char {tname}[{len(src)}] = {{{', '.join(map(str, src))}}};")
+        lanes = [_int(s, 0, self.p.wave_size - 1, "shuffle source lane") for s in src]
+        self.emit(d, f"{{ const unsigned char {tname}[{len(lanes)}] = {{{', '.join(map(str, lanes))}}};")
         self.emit(d, "  #pragma unroll")
         self.emit(d, f"  for (int i = 0; i < {n}; ++i) {f}.r[i] = ts_lane_from({fx}.r[i], {tname}[lane]); }}")
 
@@ -455,7 +453,7 @@ class _Gen:
             raise CodegenError(f"reduce on {x.dtype} fragments is not emitted yet (f32 only)")
         f, fx = self.frag(op.out), self.frag(x)
         rows, cols, sc = self._scratch(x.layout)
-        comb = {"sum": "a + b", "max": "TS_FMAXF(a, b)", "min": "TS_FMINF(a, b)"}[op.attr("op")]
+        comb = _row(REDUCE, op.attr("op"), "reduce").c
         along_col = op.attr("axis") == "col"
         self.emit(d, "{")
         self._to_scratch(fx, x.layout, sc, cols, d + 1)
@@ -509,6 +507,20 @@ class _Gen:
         self.emit(d, "}")
 
 
+def _int(x: object, lo: int, hi: int, what: str) -> int:
+    """An integer for the generated source, range-checked: never a bool, a float or text."""
+    if not isinstance(x, (int, np.integer)) or isinstance(x, (bool, np.bool_)) or not lo <= int(x) <= hi:
+        raise CodegenError(f"{what} {ascii(x)[:60]} is not an integer in {lo}..{hi}")
+    return int(x)
+
+
+def _row(table: Any, name: object, what: str) -> Any:
+    """The op table's row for ``name``; the generator writes the row's template, never ``name``."""
+    if not isinstance(name, str) or name not in table:
+        raise CodegenError(f"{what} op {ascii(name)[:60]}; ops: {', '.join(table)}")
+    return table[name]
+
+
 def _f32_literal(x: float) -> str:
     """A C float constant for ``x``; raw f32 bits where the value is not finite in f32 (``inff`` and
     ``nanf`` are no C literals)."""
@@ -546,6 +558,10 @@ def emit_hip(prog: Program) -> Emitted:
     dup = sorted({n for n in seen if seen.count(n) > 1})
     if dup:
         raise CodegenError(f"tensor names must be distinct; {dup[0]!r} names {seen.count(dup[0])} tensors")
+    refused = emit_refusals(prog)  # the op table's rules: what check's paths report
+    if refused:
+        where, why = refused[0]
+        raise CodegenError(f"{where}: {why}" + (f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""))
     g = _Gen(prog)
     g.block(prog.body, 1)
     g.bind_user_names()

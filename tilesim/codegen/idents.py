@@ -23,6 +23,8 @@ import hashlib
 import re
 from collections.abc import Iterable
 
+from tilesim.ir.ops import ELEMENTWISE
+
 __all__ = ["RESERVED", "c_identifiers", "is_safe_identifier", "comment_text"]
 
 _KEYWORDS = """
@@ -35,16 +37,17 @@ struct switch template this thread_local throw true try typedef typeid typename 
 void volatile wchar_t while xor xor_eq
 """
 # CUDA/HIP built-ins and macros that exist without headers, common predefined macros in GNU modes,
-# the math functions the prelude calls, and the entry point
+# and the entry point; the math functions the prelude calls come from the op table's macros
 _PLATFORM = """
-threadIdx blockIdx blockDim gridDim warpSize main unix linux i386 NULL expf fmaxf fminf assert printf malloc
-free
+threadIdx blockIdx blockDim gridDim warpSize main unix linux i386 NULL assert printf malloc free
 """
+_MATH = {fn for e in ELEMENTWISE.values() if e.macro is not None
+         for fn in re.findall(r"\b([A-Za-z_]\w*)\s*\(", f"{e.macro.amd} {e.macro.cuda}")}
 # names the generated kernel body declares (tilesim/codegen/hip.py), also with a numeric suffix
 # (the paired 16-bit loads declare gr0/gc0/ok0/i0 ...): any generated local is in this family
 _GENERATED = "lane wave s v lo x gr gc r c off a b t i ok f q"
 
-RESERVED = frozenset((_KEYWORDS + _PLATFORM).split())
+RESERVED = frozenset((_KEYWORDS + _PLATFORM).split()) | _MATH
 _GENERATED_PATTERN = re.compile(r"(?:%s)\d*|ts_.*|TS_.*" % "|".join(_GENERATED.split()), re.S)
 _MAX_LEN = 63
 

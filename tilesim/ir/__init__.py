@@ -1,6 +1,7 @@
 """Tile IR and the Python DSL that traces into it."""
 
 from tilesim.ir.core import OP_KINDS, Block, LdsLayout, Op, Program, TensorParam, Value
+from tilesim.ir.dsl import FUNCTIONS as _FUNCTIONS
 from tilesim.ir.dsl import (
     Frag,
     Kernel,
@@ -10,6 +11,7 @@ from tilesim.ir.dsl import (
     barrier,
     cast,
     convert,
+    elementwise,
     exp,
     grid,
     kernel,
@@ -33,9 +35,17 @@ from tilesim.ir.dsl import (
 
 __all__ = [
     "OP_KINDS", "Block", "Frag", "Kernel", "LdsLayout", "MmaOp", "Op", "Program", "Scalar", "Tensor", "TensorParam",
-    "Value", "barrier", "cast", "convert", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_store", "load",
+    "Value", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_store", "load",
     "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when", "zeros",
 ]
+
+# one DSL function per elementwise row of the op table (ts.exp, ts.maximum, ts.minimum, ...)
+globals().update(_FUNCTIONS)
+__all__ += [n for n in sorted(_FUNCTIONS) if n not in __all__]
+
+from tilesim.ir.ops import OpError  # noqa: E402
+
+__all__ += ["OpError"]
 
 from tilesim.ir.verify import CheckReport, Finding, check, compare_layouts  # noqa: E402
 

@@ -43,14 +43,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilesim.errors import VerifyError
+from tilesim.errors import VerifyError, choices
+from tilesim.ir.ops import INT_MAX, KINDS, OP_KINDS, OpError, check_attrs, valid_name
 from tilesim.layouts.layout import Layout
 from tilesim.layouts.render import from_json, to_json
 
 __all__ = ["Value", "Op", "Block", "TensorParam", "Program", "OP_KINDS", "LdsLayout", "KernelOrigin"]
 
-OP_KINDS = ("const", "tile_id", "wave_id", "binop", "zeros", "load", "store", "lds_alloc", "lds_store",
-            "lds_load", "barrier", "mma", "elementwise", "cast", "convert", "shuffle", "reduce", "loop", "branch")
 
 
 @dataclass(frozen=True)
@@ -75,6 +74,9 @@ class LdsLayout:
         return (row * (self.cols + self.pad) + (col ^ swz)) * self.elem_bytes
 
 
+_VALUE_KINDS = ("scalar", "frag", "lds", "none")
+
+
 @dataclass(frozen=True)
 class Value:
     id: int
@@ -83,6 +85,15 @@ class Value:
     layout: Layout | None = field(default=None, compare=True)
     lds: LdsLayout | None = None
     name: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, int) or isinstance(self.id, bool) or not 0 <= self.id <= INT_MAX:
+            raise OpError(f"value id {ascii(self.id)[:40]} must be an integer in 0..{INT_MAX}")
+        if self.kind not in _VALUE_KINDS:
+            raise OpError(f"value %{self.id}: kind {ascii(self.kind)[:40]}; value kinds: {choices(_VALUE_KINDS)}")
+        if not valid_name(self.name) or not (self.dtype is None or isinstance(self.dtype, str)):
+            raise OpError(f"value %{self.id}: name {ascii(self.name)[:60]} / dtype {ascii(self.dtype)[:40]}: names "
+                          "are text without lone surrogates, dtypes element type names")
 
     def short(self) -> str:
         return f"%{self.id}" + (f"<{self.name}>" if self.name else "")
@@ -99,8 +110,21 @@ class Op:
         return dict(self.attrs).get(name, default)
 
     def __post_init__(self) -> None:
-        if self.kind not in OP_KINDS:
-            raise VerifyError(f"unknown op kind {self.kind!r}")
+        # every attribute against the op table (tilesim/ir/ops.py), so no op outside its vocabulary
+        # exists to reach the simulator or the code generator
+        check_attrs(self.kind, self.attrs)
+        if not isinstance(self.args, tuple):
+            raise OpError(f"{self.kind} op: arguments must be a tuple")
+        if not (self.out is None or isinstance(self.out, Value)):
+            raise OpError(f"{self.kind} op: its result must be a Value or None")
+        for a in KINDS[self.kind].attrs:
+            v = self.attr(a.name)
+            if a.structure == "block" and not isinstance(v, Block):
+                raise OpError(f"{self.kind} op: attribute {a.name!r} must be a block of ops")
+            if a.structure == "carried" and not (isinstance(v, tuple) and all(
+                    isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, Value) for x in p)
+                    and p[0].kind == p[1].kind for p in v)):
+                raise OpError("loop-carried values must be a tuple of (init, next) value pairs of one kind")
 
 
 @dataclass(frozen=True)
@@ -144,6 +168,9 @@ class Program:
     sizes: tuple[tuple[str, int], ...]
     body: Block
     origin: KernelOrigin | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _validate(self)  # from the DSL, from JSON, from port: no program exists that is not well formed
 
     @property
     def workgroups(self) -> int:
@@ -202,7 +229,6 @@ class Program:
             prog = Program(d["name"], d["target"], d["wave_size"], d["waves_per_workgroup"], tuple(d["grid"]),
                            tuple(TensorParam(n, dt, tuple(dims), tuple(sh), bool(o)) for n, dt, dims, sh, o in d["tensors"]),
                            tuple((k, v) for k, v in d["sizes"]), _block_from(d["body"], values))
-            _validate(prog)
             return prog
         except VerifyError:
             raise
@@ -290,9 +316,15 @@ def _value_from(d: Any, values: dict[int, Value]) -> Value | None:
     return v
 
 
+def _ref(i: Any, values: dict[int, Value]) -> Value:
+    if not isinstance(i, int) or isinstance(i, bool) or i not in values:  # True would find value 1
+        raise VerifyError(f"reference to no value: {ascii(i)[:40]}")
+    return values[i]
+
+
 def _arg_from(a: Any, values: dict[int, Value]) -> Any:
     if isinstance(a, dict) and "ref" in a:
-        return values[a["ref"]]
+        return _ref(a["ref"], values)
     if isinstance(a, dict) and "tuple" in a:
         return tuple(_arg_from(x, values) for x in a["tuple"])
     return a
@@ -308,7 +340,7 @@ def _block_from(ops: list[Any], values: dict[int, Value]) -> Block:
             if k == "body":
                 attrs.append((k, _block_from(v["block"], values)))
             elif k == "carried":
-                attrs.append((k, tuple((values[i], values[n]) for i, n in v)))
+                attrs.append((k, tuple((_ref(i, values), _ref(n, values)) for i, n in v)))
             elif k == "layout":
                 attrs.append((k, from_json(json.dumps(v["layout"]))))
             else:
@@ -317,70 +349,83 @@ def _block_from(ops: list[Any], values: dict[int, Value]) -> Block:
     return Block(tuple(out))
 
 
-# What each op kind takes and gives, for programs that did not come from the DSL (JSON): "frag",
-# "lds", "int" (a scalar value or a Python int), "any"; the result kind, or None.
-_SIGNATURES: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "const": ((), "scalar"), "tile_id": ((), "scalar"), "wave_id": ((), "scalar"), "binop": (("int", "int"), "scalar"),
-    "zeros": ((), "frag"), "load": (("int", "int"), "frag"), "store": (("frag", "int", "int"), None),
-    "lds_alloc": ((), "lds"), "lds_store": (("lds", "frag", "int", "int"), None), "lds_load": (("lds", "int", "int"), "frag"),
-    "barrier": ((), None), "mma": (("frag", "frag", "frag"), "frag"), "elementwise": (("frag", "any"), "frag"),
-    "cast": (("frag",), "frag"), "convert": (("frag",), "frag"), "shuffle": (("frag",), "frag"),
-    "reduce": (("frag",), "frag"), "loop": (("int", "int", "int"), "scalar"), "branch": (("int",), None),
-}
-
-
 def _validate(prog: Program) -> None:
-    """Structural checks on a deserialised program, so check/simulate meet only well-formed IR."""
-    from tilesim.matrix.dtypes import dtype
+    """Structural checks, so check/simulate/emit meet only well-formed IR whatever built it (the DSL,
+    JSON, a rewrite): value kinds and types, argument signatures and the attributes that depend on
+    the program (tile_id axes against the grid, shuffles against the wave, tensors by name).
+    (Which modifiers an instruction takes is the catalog's to say when the program is checked or
+    simulated: a port re-specialises with one set and then writes the other.) Attributes on their own were checked when
+    each op was made (``Op.__post_init__``, from the op table)."""
+    from tilesim.matrix.dtypes import DTYPES
 
     def positive(x: Any) -> bool:
-        return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+        return isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= INT_MAX
 
-    if not isinstance(prog.name, str) or not isinstance(prog.target, str):
-        raise VerifyError("program name and target must be strings")
-    if not positive(prog.wave_size) or not positive(prog.waves_per_workgroup) or not prog.grid \
-            or not all(positive(g) for g in prog.grid):
+    def known_dtype(name: Any, what: str) -> None:
+        if not isinstance(name, str) or name not in DTYPES:
+            raise VerifyError(f"{what}: element type {ascii(name)[:40]}; element types: {choices(sorted(DTYPES))}")
+
+    if not valid_name(prog.name) or not isinstance(prog.target, str) or not valid_name(prog.target):
+        raise VerifyError(f"program name and target must be text without lone surrogates; got "
+                          f"{ascii(prog.name)[:80]}, {ascii(prog.target)[:40]}")
+    from tilesim.targets import get_target
+
+    get_target(prog.target)  # TargetError naming the targets
+    if not isinstance(prog.grid, tuple) or not 1 <= len(prog.grid) <= 3:
+        raise VerifyError(f"the grid has 1 to 3 dimensions (x, y, z); got {ascii(prog.grid)[:80]}")
+    if not positive(prog.wave_size) or not positive(prog.waves_per_workgroup) or not all(positive(g) for g in prog.grid):
         raise VerifyError(f"wave size, waves per workgroup and grid must be positive integers; got "
                           f"{prog.wave_size!r}, {prog.waves_per_workgroup!r}, {prog.grid!r}"[:300])
+    if not isinstance(prog.sizes, tuple) or not all(
+            isinstance(p, tuple) and len(p) == 2 and valid_name(p[0]) and positive(p[1]) for p in prog.sizes):
+        raise VerifyError(f"sizes must be (name, positive integer) pairs; got {ascii(prog.sizes)[:120]}")
     names = set()
     for t in prog.tensors:
-        if not isinstance(t.name, str) or len(t.shape) != 2 or len(t.dims) != 2 or not all(positive(x) for x in t.shape):
-            raise VerifyError(f"tensor {t.name!r}: 2-D with positive sizes needed, got shape {t.shape!r}"[:300])
-        dtype(t.dtype)
+        if not isinstance(t, TensorParam) or not valid_name(t.name) or not isinstance(t.shape, tuple) \
+                or not isinstance(t.dims, tuple) or len(t.shape) != 2 or len(t.dims) != 2 \
+                or not all(positive(x) for x in t.shape) or not all(valid_name(d) for d in t.dims):
+            raise VerifyError(f"tensor {ascii(getattr(t, 'name', t))[:80]}: 2-D with named dims and positive sizes "
+                              f"needed, got shape {ascii(getattr(t, 'shape', None))[:80]}")
+        known_dtype(t.dtype, f"tensor {t.name!r}")
         names.add(t.name)
+    if not isinstance(prog.body, Block):
+        raise VerifyError("the program body is not a block")
 
     def value_ok(v: Any, kind: str) -> bool:
         if kind == "any":
-            return isinstance(v, (int, float)) and not isinstance(v, bool) or v is None or isinstance(v, Value)
+            return (isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) <= 2**53 if isinstance(v, int)
+                    else isinstance(v, float)) or v is None or isinstance(v, Value)
         if kind == "int":
-            return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, Value) and v.kind == "scalar")
+            return (isinstance(v, int) and not isinstance(v, bool) and -INT_MAX - 1 <= v <= INT_MAX) or (
+                isinstance(v, Value) and v.kind == "scalar")
         return isinstance(v, Value) and v.kind == kind
 
     def check_value(v: Value) -> None:
-        if not isinstance(v.id, int) or v.kind not in ("scalar", "frag", "lds", "none"):
-            raise VerifyError(f"value {v.id!r}: kind {v.kind!r} is not scalar/frag/lds/none"[:300])
         if v.kind == "frag":
             lay = v.layout
-            if not isinstance(v.dtype, str) or lay is None or set(lay.in_names) != {"lane", "slot"} \
+            if not isinstance(v.dtype, str) or not isinstance(lay, Layout) or set(lay.in_names) != {"lane", "slot"} \
                     or not {"row", "col"} <= set(lay.out_names) or lay.elem_bits is None:
                 raise VerifyError(f"fragment %{v.id} needs a dtype and a (lane, slot) -> (row, col) layout with elem_bits")
-            dtype(v.dtype)
+            known_dtype(v.dtype, f"fragment %{v.id}")
             if dict(lay.in_dims)["lane"] != prog.wave_size:
                 raise VerifyError(f"fragment %{v.id} has {dict(lay.in_dims)['lane']} lanes; the program runs "
                                   f"wave{prog.wave_size}")
         if v.kind == "lds":
             lds = v.lds
-            if not isinstance(v.dtype, str) or lds is None or not all(
+            if not isinstance(v.dtype, str) or not isinstance(lds, LdsLayout) or not all(
                     positive(x) for x in (lds.rows, lds.cols, lds.elem_bytes, lds.vec, lds.per_phase, lds.max_phase)) \
-                    or not isinstance(lds.pad, int) or lds.pad < 0:
-                raise VerifyError(f"LDS buffer %{v.id} needs a dtype and positive sizes")
-            dtype(v.dtype)
+                    or not isinstance(lds.pad, int) or isinstance(lds.pad, bool) or not 0 <= lds.pad <= INT_MAX:
+                raise VerifyError(f"LDS buffer %{v.id} needs a dtype and positive integer sizes")
+            known_dtype(v.dtype, f"LDS buffer %{v.id}")
 
     def visit(b: Any) -> None:
-        if not isinstance(b, Block):
+        if not isinstance(b, Block) or not isinstance(b.ops, tuple):
             raise VerifyError("a loop or branch body is not a block")
         for op in b.ops:
-            ins, out = _SIGNATURES[op.kind]
+            if not isinstance(op, Op):
+                raise VerifyError(f"a block holds {type(op).__name__}, not an op")
+            spec = KINDS[op.kind]
+            ins, out = spec.args, spec.result
             if len(op.args) != len(ins) or not all(value_ok(a, k) for a, k in zip(op.args, ins)):
                 raise VerifyError(f"{op.kind} op takes ({', '.join(ins)}), got {len(op.args)} argument(s) "
                                   f"{[a.short() if isinstance(a, Value) else a for a in op.args]}"[:300])
@@ -390,18 +435,29 @@ def _validate(prog: Program) -> None:
             for v in (op.out, *[a for a in op.args if isinstance(a, Value)]):
                 if v is not None:
                     check_value(v)
-            if op.kind in ("load", "store") and op.attr("tensor") not in names:
-                raise VerifyError(f"{op.kind} of unknown tensor {op.attr('tensor')!r}; tensors: {sorted(names)}"[:300])
-            if op.kind == "mma" and not isinstance(op.attr("instr"), str):
-                raise VerifyError(f"mma instruction must be a mnemonic, got {op.attr('instr')!r}"[:300])
+            _validate_op(prog, op, names)
             if op.kind in ("loop", "branch"):
                 visit(op.attr("body"))
-            if op.kind == "loop":
-                if op.attr("carried") is None:  # simulate, check and emit iterate it
-                    raise VerifyError("loop op needs its 'carried' attribute: (init, next) pairs, possibly none")
-                carried = op.attr("carried")
-                if not all(isinstance(p, tuple) and len(p) == 2 and all(isinstance(x, Value) for x in p)
-                           and p[0].kind == p[1].kind for p in carried):
-                    raise VerifyError("loop-carried values must be (init, next) pairs of one kind")
 
     visit(prog.body)
+
+
+def _validate_op(prog: Program, op: Op, names: set[str]) -> None:
+    """The attributes whose valid values depend on the program."""
+    from tilesim.ir.ops import ELEMENTWISE
+
+    if op.kind in ("load", "store") and op.attr("tensor") not in names:
+        raise OpError(f"{op.kind} of unknown tensor {ascii(op.attr('tensor'))[:80]}; tensors: "
+                      f"{choices(ascii(n)[:40] for n in sorted(names))}")
+    if op.kind == "tile_id" and op.attr("axis") >= len(prog.grid):
+        raise OpError(f"tile_id axis {op.attr('axis')} but the grid {prog.grid} has {len(prog.grid)} dimension(s); "
+                      f"axes: {choices(range(len(prog.grid)))}")
+    if op.kind == "shuffle" and len(op.attr("src_lane")) != prog.wave_size:
+        raise OpError(f"shuffle has {len(op.attr('src_lane'))} source lanes; the program runs wave{prog.wave_size} "
+                      f"(one source lane in 0..{prog.wave_size - 1} per lane)")
+    if op.kind == "elementwise":
+        e = ELEMENTWISE[op.attr("op")]
+        y = op.args[1]
+        if (e.arity == 1) != (y is None):
+            raise OpError(f"elementwise {e.name} takes {e.arity} operand(s); got "
+                          f"{'none' if y is None else 'a second one'} for y")

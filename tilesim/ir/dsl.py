@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from typing import Any
 from tilesim.errors import TilesimError, VerifyError
 from tilesim.targets import get_target
 from tilesim.ir.core import Block, KernelOrigin, LdsLayout, Op, Program, TensorParam, Value
+from tilesim.ir.ops import ELEMENTWISE, REDUCE, REDUCE_AXES, Elementwise
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype as _dtype
@@ -49,7 +51,7 @@ from tilesim.matrix.instruction import MatrixInstruction
 
 __all__ = ["Tensor", "kernel", "Kernel", "mma_op", "MmaOp", "grid", "waves", "tile_id", "wave_id", "zeros", "load",
            "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "barrier", "cast", "convert",
-           "shuffle", "reduce", "exp", "maximum", "Frag", "Scalar"]
+           "shuffle", "reduce", "elementwise", "Frag", "Scalar"]  # + one function per ELEMENTWISE row (below)
 
 _range = range  # the builtin, before ts.range shadows it here
 
@@ -363,6 +365,8 @@ def waves(n: int) -> None:
 
 def tile_id(axis: int) -> Scalar:
     t = _tr()
+    if not isinstance(axis, int) or isinstance(axis, bool) or axis < 0:
+        raise VerifyError(f"tile_id takes a grid axis 0, 1 or 2; got {axis!r}"[:200])
     if axis >= len(t.grid):
         raise VerifyError(f"tile_id({axis}) but the grid has {len(t.grid)} dims; call ts.grid(...) first")
     out = t.value("scalar", name=f"tile{axis}")
@@ -431,6 +435,8 @@ def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, **mods: int) -> Frag:
 
 def _elementwise(op: str, x: Frag, y: Any) -> Frag:
     t = _tr()
+    if not isinstance(x, Frag):
+        raise VerifyError(f"elementwise {op} takes a fragment first, got {x!r}"[:200])
     yarg = None if y is None else _as_arg(y)
     if isinstance(y, Frag) and y.dtype != x.dtype:  # the simulator reads both through x's element type
         raise VerifyError(f"elementwise {op} of a {x.dtype} and a {y.dtype} fragment; ts.cast one first")
@@ -441,12 +447,33 @@ def _elementwise(op: str, x: Frag, y: Any) -> Frag:
     return Frag(out)
 
 
-def exp(x: Frag) -> Frag:
-    return _elementwise("exp", x, None)
+def elementwise(op: str, x: Frag, y: Any = None) -> Frag:
+    """``op`` (a name from the op table, tilesim/ir/ops.py ``ELEMENTWISE``) of ``x`` and, for a
+    binary op, ``y`` (a fragment of the same type and layout, a scalar or a number)."""
+    if not isinstance(op, str) or op not in ELEMENTWISE:
+        raise VerifyError(f"elementwise op {op!r}; ops: {', '.join(ELEMENTWISE)}"[:300])
+    if (ELEMENTWISE[op].arity == 1) != (y is None):
+        raise VerifyError(f"elementwise {op} takes {ELEMENTWISE[op].arity} operand(s)")
+    return _elementwise(op, x, y)
 
 
-def maximum(x: Frag, y: Any) -> Frag:
-    return _elementwise("max", x, y)
+def _function(e: Elementwise) -> Callable[..., Frag]:
+    """``ts.<e.dsl>``, made from the op table row."""
+    if e.arity == 1:
+        def f(x: Frag) -> Frag:
+            return _elementwise(e.name, x, None)
+    else:
+        def f(x: Frag, y: Any) -> Frag:  # type: ignore[misc]
+            return _elementwise(e.name, x, y)
+    f.__name__ = f.__qualname__ = e.dsl
+    f.__doc__ = e.doc or f"elementwise {e.name!r} (tilesim/ir/ops.py)."
+    return f
+
+
+#: ts.exp, ts.maximum, ...: one function per op table row with a DSL name
+FUNCTIONS: dict[str, Callable[..., Frag]] = {e.dsl: _function(e) for e in ELEMENTWISE.values() if e.dsl}
+globals().update(FUNCTIONS)
+__all__ += sorted(FUNCTIONS)
 
 
 def cast(x: Frag, dt: str) -> Frag:
@@ -468,9 +495,12 @@ def convert(x: Frag, layout: Layout) -> Frag:
 def shuffle(x: Frag, src_lane: Any) -> Frag:
     """Lane permute: lane ``l`` receives lane ``src_lane[l]``'s registers (``__shfl``/DPP/ds_swizzle)."""
     t = _tr()
-    src = tuple(int(s) for s in src_lane)
+    try:
+        src = tuple(operator.index(s) for s in src_lane)  # ints (numpy ints too); 1.5 or "3" is refused
+    except TypeError:
+        src = ()
     if len(src) != t.wave_size or not all(0 <= s < t.wave_size for s in src):
-        raise VerifyError(f"shuffle needs {t.wave_size} source lanes in 0..{t.wave_size - 1}")
+        raise VerifyError(f"shuffle needs {t.wave_size} source lanes, integers in 0..{t.wave_size - 1}")
     out = t.value("frag", dtype=x.dtype, layout=x.layout)
     t.emit("shuffle", out, (x.value,), src_lane=src)
     return Frag(out)
@@ -478,8 +508,9 @@ def shuffle(x: Frag, src_lane: Any) -> Frag:
 
 def reduce(x: Frag, op: str = "sum", axis: str = "col") -> Frag:
     """Cross-lane reduction along ``axis`` of the tile; every holder of a row (axis='col') gets its result."""
-    if op not in ("sum", "max", "min") or axis not in ("row", "col"):
-        raise VerifyError(f"reduce op must be sum/max/min and axis row/col; got {op!r}, {axis!r}")
+    if not isinstance(op, str) or op not in REDUCE or not isinstance(axis, str) or axis not in REDUCE_AXES:
+        raise VerifyError(f"reduce op must be one of {'/'.join(REDUCE)} and axis one of {'/'.join(REDUCE_AXES)}; "
+                          f"got {op!r}, {axis!r}"[:300])
     t = _tr()
     out = t.value("frag", dtype=x.dtype, layout=x.layout)
     t.emit("reduce", out, (x.value,), op=op, axis=axis)

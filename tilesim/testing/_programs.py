@@ -20,6 +20,7 @@ from hypothesis.errors import InvalidArgument
 import tilesim.ir.dsl as ts
 from tilesim.targets import Target
 from tilesim.ir.core import Program
+from tilesim.ir.ops import ELEMENTWISE
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.numerics import quantize
@@ -27,12 +28,20 @@ from tilesim.testing._catalog import InstructionOnTarget, _placements
 
 __all__ = ["EPILOGUE_OPS", "TileCase", "tile_cases", "tile_programs"]
 
-# op -> constants it is drawn with; every result stays a small integer in every accumulator type
-EPILOGUE_OPS: dict[str, tuple[int, ...]] = {"add": (-3, -1, 1, 2), "sub": (1, 3), "mul": (-1, 2, 3), "max": (0, -2),
-                                            "neg": (0,)}
-_APPLY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "neg": lambda x, _: -x}
-_TRACE = {"add": lambda f, c: f + c, "sub": lambda f, c: f - c, "mul": lambda f, c: f * c,
-          "max": lambda f, c: ts.maximum(f, c), "neg": lambda f, _: -f}
+# op -> constants it is drawn with; every result stays a small integer in every accumulator type.
+# Drawn from the op table (tilesim/ir/ops.py, each row's test_constants): a row added there is
+# drawn here too. The rows' numpy semantics, used for the reference below, are pinned to
+# independent values in tests/test_ops.py.
+EPILOGUE_OPS: dict[str, tuple[int, ...]] = {e.name: e.test_constants for e in ELEMENTWISE.values() if e.test_constants}
+
+
+def _apply(name: str, x: np.ndarray, c: int) -> np.ndarray:
+    e = ELEMENTWISE[name]
+    return e.numpy(x, None if e.arity == 1 else c)
+
+
+def _trace(name: str, f: ts.Frag, c: int) -> ts.Frag:
+    return ts.elementwise(name, f, None if ELEMENTWISE[name].arity == 1 else c)
 
 
 class TileCase(NamedTuple):
@@ -68,7 +77,7 @@ def _kernel(types: tuple[str, str, str, str], epilogue: tuple[tuple[str, int], .
         if c_t != d_t:
             acc = acc.to(d_t)
         for name, const in epilogue:
-            acc = _TRACE[name](acc, const)
+            acc = _trace(name, acc, const)
         ts.store(C[tm * op.m:, tn * op.n:], acc)
 
     # The tensor types come from the row, so they are set here rather than written in the signature.
@@ -147,7 +156,7 @@ def _reference(row: MatrixInstruction, epi: tuple[tuple[str, int], ...], k_steps
         ks = slice(s * row.k, (s + 1) * row.k)
         acc = quantize(A[:, ks] @ B[ks, :] + acc, d).astype(np.float64)
     for name, const in epi:
-        acc = quantize(_APPLY[name](acc, const), d).astype(np.float64)
+        acc = quantize(_apply(name, acc, const), d).astype(np.float64)
     return acc
 
 

@@ -32,6 +32,7 @@ from tilesim.errors import TilesimError, VerifyError
 from tilesim.targets import get_target
 from tilesim.ir.analysis import vgpr_estimate
 from tilesim.ir.core import Block, Op, Program, Value
+from tilesim.ir.ops import BINOPS, ELEMENTWISE, REDUCE
 from tilesim.ir.verify import structure
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
@@ -190,9 +191,7 @@ class _Sim:
 
     def op_binop(self, op: Op) -> None:
         a, b = (self.scalar(x) for x in op.args)
-        f = {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
-             "min": np.minimum, "max": np.maximum, "<": np.less, ">=": np.greater_equal, "==": np.equal}[op.attr("op")]
-        self.scal[op.out.id] = f(a, b).astype(np.int64)
+        self.scal[op.out.id] = BINOPS[op.attr("op")].numpy(a, b).astype(np.int64)
 
     def op_zeros(self, op: Op) -> None:
         c = self.codec_of(op.out)
@@ -541,11 +540,9 @@ class _Sim:
         a = c.decode(self.regs[x.id])
         b = c.decode(self.regs[y.id]) if isinstance(y, Value) and y.kind == "frag" else (
             self.scalar(y)[:, None] if isinstance(y, Value) else y)
-        f = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b,
-             "neg": lambda: -a, "exp": lambda: np.exp(a), "max": lambda: np.maximum(a, b),
-             "min": lambda: np.minimum(a, b)}[op.attr("op")]
+        f = ELEMENTWISE[op.attr("op")].numpy
         with np.errstate(all="ignore"):
-            self.set_frag(op.out, c.encode(quantize(f(), c.dt)))
+            self.set_frag(op.out, c.encode(quantize(f(a, b), c.dt)))
 
     def op_cast(self, op: Op) -> None:
         x = op.args[0]
@@ -566,7 +563,7 @@ class _Sim:
         x = op.args[0]
         c = self.codec_of(x)
         tile, _ = c.tile(self.regs[x.id])
-        f = {"sum": np.sum, "max": np.max, "min": np.min}[op.attr("op")]
+        f = REDUCE[op.attr("op")].numpy
         axis = -1 if op.attr("axis") == "col" else -2
         red = np.broadcast_to(f(tile, axis=axis, keepdims=True), tile.shape)
         self.set_frag(op.out, c.from_tile(quantize(red, c.dt)))

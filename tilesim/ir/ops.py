@@ -1,0 +1,374 @@
+"""The op table: every op kind of the Tile IR, its attributes, and every named operation an
+attribute can take — with its arity, its numpy semantics and its C template.
+
+This is the one place the vocabulary lives. The DSL (``tilesim/ir/dsl.py``) makes its
+``ts.exp``/``ts.maximum``/… functions from :data:`ELEMENTWISE`; the IR (``Op``, ``Program``,
+``Program.from_json``) validates every attribute against :data:`KINDS` when it is constructed;
+the verifier reports which paths a program can take from :func:`emit_refusals`; the simulator
+(``tilesim/wave/sim.py``) applies the ``numpy`` functions; the code generator
+(``tilesim/codegen/hip.py``) writes only the ``c`` templates and the prelude macros below, into
+which it substitutes its own register expressions, never text from the program. The testing
+strategies (``tilesim/testing/_programs.py``) draw epilogues from ``test_constants``.
+
+Adding an elementwise op is one :class:`Elementwise` row here (with its C macro if it calls a
+math function) plus its expected values in ``tests/test_ops.py``, which pins each row's numpy
+semantics to independent values and fails when another file re-declares an op list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tilesim.errors import VerifyError, choices
+
+__all__ = ["Macro", "Elementwise", "Binop", "Reduce", "Attr", "OpKind", "OpError", "ELEMENTWISE", "BINOPS", "REDUCE",
+           "REDUCE_AXES", "KINDS", "OP_KINDS", "FLOAT_CODECS", "EMIT_ARITH_DTYPES", "prelude_macros", "cast_emitted",
+           "emit_refusals", "check_attrs", "INT_MAX"]
+
+
+class OpError(VerifyError):
+    """An op or attribute outside the op table: an unknown kind or op name, a missing or unknown
+    attribute, or a value of the wrong type or range. The message names the valid choices."""
+
+
+INT_MAX = 2**31 - 1  # every integer that reaches generated source is a C `int`
+
+
+# ---------------------------------------------------------------------------- named operations
+@dataclass(frozen=True)
+class Macro:
+    """A prelude macro: its name with parameters, and its body on AMD (clang builtins, no headers)
+    and on NVIDIA (CUDA math functions)."""
+
+    head: str  # e.g. "TS_EXPF(x)"
+    amd: str
+    cuda: str
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """``op`` of an ``elementwise`` op: ``f(x)`` (arity 1) or ``f(x, y)`` (arity 2), element by element.
+
+    ``c`` is a C expression over the float values ``{a}`` and ``{b}``; ``numpy(a, b)`` is what the
+    simulator computes in float64 before rounding to the fragment's type (``b`` is None for arity 1).
+    ``dsl`` names the ``ts.<dsl>(x[, y])`` function made from this row ("" when it is reached only
+    through a Python operator on fragments). ``test_constants``: constants the testing strategies
+    draw an epilogue with (every result stays a small integer in every accumulator type); empty
+    when the op is not drawn."""
+
+    name: str
+    arity: int
+    numpy: Callable[[Any, Any], Any]
+    c: str
+    dsl: str = ""
+    macro: Macro | None = None
+    test_constants: tuple[int, ...] = ()
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Binop:
+    """``op`` of a ``binop`` (uniform integer arithmetic); ``c`` over C ints ``{a}`` and ``{b}``."""
+
+    name: str
+    numpy: Callable[[Any, Any], Any]
+    c: str
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """``op`` of a ``reduce``: the numpy reduction and the C expression combining floats ``a`` and ``b``."""
+
+    name: str
+    numpy: Callable[..., Any]
+    c: str
+
+
+def _rows(*rows: Any) -> Mapping[str, Any]:
+    out: dict[str, Any] = {}
+    for r in rows:
+        if r.name in out:
+            raise ValueError(f"op {r.name!r} appears twice in the op table")
+        out[r.name] = r
+    return out
+
+
+_EXPF = Macro("TS_EXPF(x)", "__builtin_expf(x)", "expf(x)")
+_FMAXF = Macro("TS_FMAXF(a, b)", "__builtin_fmaxf(a, b)", "fmaxf(a, b)")
+_FMINF = Macro("TS_FMINF(a, b)", "__builtin_fminf(a, b)", "fminf(a, b)")
+
+ELEMENTWISE: Mapping[str, Elementwise] = _rows(
+    Elementwise("add", 2, lambda a, b: a + b, "{a} + {b}", test_constants=(-3, -1, 1, 2)),
+    Elementwise("sub", 2, lambda a, b: a - b, "{a} - {b}", test_constants=(1, 3)),
+    Elementwise("mul", 2, lambda a, b: a * b, "{a} * {b}", test_constants=(-1, 2, 3)),
+    Elementwise("div", 2, lambda a, b: a / b, "{a} / {b}"),
+    Elementwise("neg", 1, lambda a, b: -a, "-{a}", test_constants=(0,)),
+    Elementwise("exp", 1, lambda a, b: np.exp(a), "TS_EXPF({a})", dsl="exp", macro=_EXPF,
+                doc="e**x, element by element."),
+    Elementwise("max", 2, lambda a, b: np.maximum(a, b), "TS_FMAXF({a}, {b})", dsl="maximum", macro=_FMAXF,
+                test_constants=(0, -2), doc="The larger of x and y (a fragment or a number), element by element."),
+    Elementwise("min", 2, lambda a, b: np.minimum(a, b), "TS_FMINF({a}, {b})", dsl="minimum", macro=_FMINF,
+                doc="The smaller of x and y (a fragment or a number), element by element."),
+)
+
+BINOPS: Mapping[str, Binop] = _rows(
+    Binop("+", np.add, "({a} + {b})"),
+    Binop("-", np.subtract, "({a} - {b})"),
+    Binop("*", np.multiply, "({a} * {b})"),
+    Binop("//", np.floor_divide, "ts_floordiv({a}, {b})"),  # Python's floor division, not C's truncation
+    Binop("%", np.mod, "ts_mod({a}, {b})"),
+    Binop("min", np.minimum, "({a} < {b} ? {a} : {b})"),
+    Binop("max", np.maximum, "({a} > {b} ? {a} : {b})"),
+    Binop("<", np.less, "({a} < {b})"),
+    Binop(">=", np.greater_equal, "({a} >= {b})"),
+    Binop("==", np.equal, "({a} == {b})"),
+)
+
+REDUCE: Mapping[str, Reduce] = _rows(
+    Reduce("sum", np.sum, "a + b"),
+    Reduce("max", np.max, "TS_FMAXF(a, b)"),
+    Reduce("min", np.min, "TS_FMINF(a, b)"),
+)
+REDUCE_AXES = ("row", "col")  # reduce along the tile's rows (axis='row': down each column) or columns
+
+# Element types whose values the code generator reads and writes as floats: C expressions that
+# decode an element's bits ``{}`` (low bits of a ts_u32) to a float, and encode a float ``{}`` to bits.
+FLOAT_CODECS: Mapping[str, tuple[str, str]] = {
+    "f32": ("ts_f32({})", "ts_bits({})"),
+    "f16": ("ts_f16_to_f32({})", "ts_f32_to_f16({})"),
+}
+# Element types of emitted elementwise/reduce arithmetic (done in f32, as the simulator rounds once)
+EMIT_ARITH_DTYPES = ("f32",)
+
+
+def prelude_macros(vendor: str) -> list[str]:
+    """``#define`` lines for every macro the op table's templates call, in table order."""
+    seen: dict[str, Macro] = {}
+    for e in ELEMENTWISE.values():
+        if e.macro is not None:
+            seen.setdefault(e.macro.head, e.macro)
+    return [f"#define {m.head} {m.amd if vendor == 'amd' else m.cuda}" for m in seen.values()]
+
+
+def cast_emitted(src: str, dst: str) -> bool:
+    """Whether the code generator emits ``cast`` from ``src`` to ``dst`` elements."""
+    return src != dst and src in FLOAT_CODECS and dst in FLOAT_CODECS
+
+
+# ---------------------------------------------------------------------------- attribute checks
+# Each returns None for a valid value, else what is wrong (the caller names the op and attribute).
+Check = Callable[[Any], "str | None"]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_in(lo: int, hi: int) -> Check:
+    def check(v: Any) -> str | None:
+        return None if _is_int(v) and lo <= v <= hi else f"an integer in {lo}..{hi}"
+    return check
+
+
+def _one_of(table: Mapping[str, Any] | tuple[str, ...]) -> Check:
+    def check(v: Any) -> str | None:
+        return None if isinstance(v, str) and v in table else f"one of: {choices(table)}"
+    return check
+
+
+def _bool(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "true or false"
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_.]{1,96}")
+
+
+def _token(v: Any) -> str | None:
+    # a catalog mnemonic or family (v_wmma_f32_16x16x16_f16, mma.sync.aligned.m16n8k16...); the
+    # catalog lookup itself happens in check (an unknown one is a finding there, not a crash)
+    return None if isinstance(v, str) and _TOKEN.fullmatch(v) else "a catalog name (letters, digits, '_' and '.')"
+
+
+def _name(v: Any) -> str | None:
+    return None if valid_name(v) else "text without lone surrogates"
+
+
+def valid_name(v: Any) -> bool:
+    """A user-chosen name (kernel, tensor, value, size): any text that encodes as UTF-8. (A lone
+    surrogate cannot be printed, hashed to an identifier or written to a file; the code generator
+    turns every other name into a safe identifier, tilesim/codegen/idents.py.)"""
+    if not isinstance(v, str):
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _dtype(v: Any) -> str | None:
+    from tilesim.matrix.dtypes import DTYPES
+
+    return None if isinstance(v, str) and v in DTYPES else f"an element type: {choices(sorted(DTYPES))}"
+
+
+def _number(v: Any) -> str | None:
+    if v is None or (isinstance(v, float)) or (_is_int(v) and abs(v) <= 2**53):
+        return None
+    return "a number (an integer of magnitude at most 2**53, or a float)"
+
+
+def _modifiers(v: Any) -> str | None:
+    # names and values; which names and values the instruction takes is checked against its
+    # catalog row by the program (Program validation) once the target is known
+    ok = isinstance(v, tuple) and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+                                      and re.fullmatch(r"[a-z_]{1,16}", p[0]) and _is_int(p[1]) and 0 <= p[1] <= 255
+                                      for p in v)
+    if ok and len({p[0] for p in v}) != len(v):
+        return "(name, value) pairs with distinct names"
+    return None if ok else "a tuple of (name, value) pairs: a modifier name and an integer in 0..255"
+
+
+def _lanes(v: Any) -> str | None:
+    ok = isinstance(v, tuple) and len(v) in (32, 64) and all(_is_int(s) and 0 <= s < len(v) for s in v)
+    return None if ok else "one source lane per lane: 32 or 64 integers, each a lane of the wave"
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of an op kind. ``check`` validates a plain value; ``structure`` names an
+    attribute the IR checks itself (``block``: a nested Block; ``carried``: (init, next) pairs)."""
+
+    name: str
+    check: Check | None = None
+    required: bool = True
+    structure: str = ""
+
+
+@dataclass(frozen=True)
+class OpKind:
+    """An op kind: its arguments (``frag``, ``lds``, ``int`` — a scalar value or an int constant —,
+    ``any`` — a fragment, a scalar, a number or None), its result kind, and its attributes."""
+
+    name: str
+    args: tuple[str, ...]
+    result: str | None
+    attrs: tuple[Attr, ...] = ()
+
+
+_TRANSPOSE = Attr("transpose", _bool, required=False)
+
+KINDS: Mapping[str, OpKind] = _rows(
+    OpKind("const", (), "scalar", (Attr("value", _int_in(-INT_MAX - 1, INT_MAX)),)),
+    OpKind("tile_id", (), "scalar", (Attr("axis", _int_in(0, 2)),)),  # grid x, y, z
+    OpKind("wave_id", (), "scalar"),
+    OpKind("binop", ("int", "int"), "scalar", (Attr("op", _one_of(BINOPS)),)),
+    OpKind("zeros", (), "frag"),
+    OpKind("load", ("int", "int"), "frag", (Attr("tensor", _name), _TRANSPOSE)),
+    OpKind("store", ("frag", "int", "int"), None, (Attr("tensor", _name), _TRANSPOSE)),
+    OpKind("lds_alloc", (), "lds"),
+    OpKind("lds_store", ("lds", "frag", "int", "int"), None),
+    OpKind("lds_load", ("lds", "int", "int"), "frag"),
+    OpKind("barrier", (), None),
+    OpKind("mma", ("frag", "frag", "frag"), "frag",
+           (Attr("instr", _token), Attr("family", _token, required=False),
+            Attr("modifiers", _modifiers, required=False))),
+    OpKind("elementwise", ("frag", "any"), "frag", (Attr("op", _one_of(ELEMENTWISE)),)),
+    OpKind("cast", ("frag",), "frag", (Attr("dtype", _dtype),)),
+    OpKind("convert", ("frag",), "frag"),
+    OpKind("shuffle", ("frag",), "frag", (Attr("src_lane", _lanes),)),
+    OpKind("reduce", ("frag",), "frag", (Attr("op", _one_of(REDUCE)), Attr("axis", _one_of(REDUCE_AXES)))),
+    OpKind("loop", ("int", "int", "int"), "scalar", (Attr("body", structure="block"),
+                                                      Attr("carried", structure="carried"))),
+    OpKind("branch", ("int",), None, (Attr("body", structure="block"),)),
+)
+OP_KINDS: tuple[str, ...] = tuple(KINDS)
+
+
+def check_attrs(kind: str, attrs: tuple[tuple[str, Any], ...]) -> None:
+    """Raise :class:`OpError` unless ``attrs`` are exactly a valid attribute set of ``kind``
+    (structural attributes are only checked for presence here)."""
+    if kind not in KINDS:
+        raise OpError(f"unknown op kind {str(kind)[:60]!r}; op kinds: {choices(KINDS)}")
+    spec = {a.name: a for a in KINDS[kind].attrs}
+    if not isinstance(attrs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in attrs):
+        raise OpError(f"{kind} op: attributes must be (name, value) pairs")
+    names = [k for k, _ in attrs]
+    for k in names:
+        if k not in spec:
+            raise OpError(f"{kind} op has no attribute {str(k)[:60]!r}; its attributes: {choices(spec) or 'none'}")
+    if len(set(names)) != len(names):
+        raise OpError(f"{kind} op: an attribute appears twice")
+    given = dict(attrs)
+    for a in spec.values():
+        if a.name not in given:
+            if a.required:
+                raise OpError(f"{kind} op needs attribute {a.name!r}")
+            continue
+        if a.check is not None:
+            why = a.check(given[a.name])
+            if why is not None:
+                raise OpError(f"{kind} {a.name}={_short(given[a.name])}: must be {why}")
+
+
+def _short(v: Any) -> str:
+    text = ascii(v)  # printable whatever the value holds (newlines, surrogates)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# ---------------------------------------------------------------------------- what is emitted
+def emit_refusals(prog: Any) -> list[tuple[str, str]]:
+    """(where, why) for each op or tensor the code generator refuses, from the table's dtype rules;
+    empty when the program is emitted. The code generator raises the first of these itself, so
+    ``check``'s paths and ``emit`` agree."""
+    from tilesim.matrix.dtypes import dtype
+
+    out: list[tuple[str, str]] = []
+    for t in prog.tensors:
+        bits = dtype(t.dtype).reg_bits
+        if bits not in (8, 16, 32, 64):
+            out.append((f"tensor {t.name}", f"{t.dtype} ({bits}-bit) elements are not emitted yet"))
+    for i, op in enumerate(prog.walk()):
+        where = f"op {i} ({op.kind})"
+        why = _emit_refusal(op, prog, dtype)
+        if why:
+            out.append((where, why))
+    return out
+
+
+def _emit_refusal(op: Any, prog: Any, dtype: Callable[[str], Any]) -> str | None:
+    k = op.kind
+    if k in ("load", "store"):
+        v = op.out if k == "load" else op.args[0]
+        tp = next((t for t in prog.tensors if t.name == op.attr("tensor")), None)
+        bits = dtype(v.dtype).reg_bits
+        if tp is not None and bits != dtype(tp.dtype).reg_bits:
+            return (f"{k} of a {v.dtype} fragment {'from' if k == 'load' else 'to'} a {tp.dtype} tensor is not "
+                    "emitted: convert with ts.cast in the kernel")
+        if bits not in (8, 16, 32, 64):
+            return f"{bits}-bit elements are not emitted yet"
+        if not v.layout.is_function():
+            return ("a fragment layout where one register slot holds several elements (a broadcast) cannot be "
+                    "loaded or stored")
+    if k in ("lds_store", "lds_load"):
+        buf, v = op.args[0], (op.args[1] if k == "lds_store" else op.out)
+        bits = dtype(v.dtype).reg_bits
+        if bits not in (8, 16, 32) or buf.lds.elem_bytes * 8 != bits:
+            return f"LDS {'store' if k == 'lds_store' else 'load'} of {v.dtype} into a {buf.dtype} buffer is not emitted yet"
+        if not v.layout.is_function():
+            return "a broadcast fragment layout cannot be moved through LDS"
+    if k == "elementwise" and op.out.dtype not in EMIT_ARITH_DTYPES:
+        return f"elementwise on {op.out.dtype} fragments is not emitted yet ({'/'.join(EMIT_ARITH_DTYPES)} only)"
+    if k == "reduce" and op.args[0].dtype not in EMIT_ARITH_DTYPES:
+        return f"reduce on {op.args[0].dtype} fragments is not emitted yet ({'/'.join(EMIT_ARITH_DTYPES)} only)"
+    if k == "convert" and dtype(op.args[0].dtype).reg_bits != 32:
+        return f"convert of {op.args[0].dtype} fragments is not emitted yet (32-bit elements only)"
+    if k == "cast" and not cast_emitted(op.args[0].dtype, op.out.dtype):
+        pairs = sorted(f"{a}->{b}" for a in FLOAT_CODECS for b in FLOAT_CODECS if cast_emitted(a, b))
+        return f"cast {op.args[0].dtype} -> {op.out.dtype} is not emitted yet (emitted: {', '.join(pairs)})"
+    return None
