@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +280,176 @@ def test_unknown_op_is_a_typed_error_naming_the_choices_not_a_keyerror():
     with pytest.raises(TilesimError) as e:
         Program.from_json(text)
     assert isinstance(e.value, OpError) and "exp2" in str(e.value) and "exp" in str(e.value).split("one of:")[1]
+
+
+# ---------------------------------------------------------------------------- check says which paths a program takes
+# (issue 13 item 5: these simulated fine, check said OK, and only emit said "not emitted yet")
+_A16 = lookup("v_wmma_f32_16x16x16_f16", "gfx1201").layout("A")
+
+
+def _cast_store(src: str, dst: str, target: str = "gfx1201"):
+    def cast_store(X, Y):
+        ts.store(Y[0:, 0:], ts.cast(ts.load(X[0:, 0:], _LAY), dst))
+
+    # the element types come from the arguments (annotations are strings in this module)
+    cast_store.__annotations__ = {"X": ts.Tensor[src, "M", "N"], "Y": ts.Tensor[dst, "M", "N"]}
+    return ts.kernel(cast_store).specialize(target=target, M=16, N=16)
+
+
+def _four_bit():
+    @ts.kernel
+    def four(X: ts.Tensor["i4", "M", "N"], Y: ts.Tensor["i4", "M", "N"]):
+        ts.store(Y[0:, 0:], ts.load(X[0:, 0:], _LAY))
+
+    return four.specialize(target="gfx1201", M=16, N=16)
+
+
+def _f64_add():
+    @ts.kernel
+    def add64(X: ts.Tensor["f64", "M", "N"], Y: ts.Tensor["f64", "M", "N"]):
+        x = ts.load(X[0:, 0:], _LAY)
+        ts.store(Y[0:, 0:], x + x)
+
+    return add64.specialize(target="gfx1201", M=16, N=16)
+
+
+def _convert16():
+    @ts.kernel
+    def conv(X: ts.Tensor["f16", "M", "N"], Y: ts.Tensor["f16", "M", "N"]):
+        ts.store(Y[0:, 0:], ts.convert(ts.load(X[0:, 0:], _LAY), _A16))
+
+    return conv.specialize(target="gfx1201", M=16, N=16)
+
+
+NOT_EMITTED = {
+    "4-bit tensor": (_four_bit, "tensor X: i4 (4-bit) elements are not emitted"),
+    "f64 elementwise": (_f64_add, "elementwise on f64 fragments is not emitted"),
+    "16-bit convert": (_convert16, "convert of f16 fragments is not emitted"),
+    "i8 cast": (lambda: _cast_store("f32", "i8"), "cast f32 -> i8 is not emitted"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_EMITTED))
+def test_check_says_up_front_what_emit_refuses(case):
+    from tilesim.codegen import CodegenError
+    from tilesim.ir import check
+
+    make, says = NOT_EMITTED[case]
+    prog = make()
+    rep = check(prog)
+    assert rep.ok and rep.paths["simulate"].ok  # check itself finds nothing wrong, and it simulates
+    rng = np.random.default_rng(0)
+    simulate(prog, **{t.name: rng.integers(-2, 2, t.shape).astype(np.float64) for t in prog.tensors if not t.output})
+    assert not rep.paths["emit"].ok and says in rep.paths["emit"].reason
+    assert not rep.paths["compile"].ok and "not emitted" in rep.paths["compile"].reason
+    with pytest.raises(CodegenError, match=re.escape(says.split(": ")[-1])):
+        emit_hip(prog)
+    assert "paths: simulate yes; emit no (" in str(rep)
+
+
+def test_paths_agree_with_emit_on_every_example_and_target():
+    import importlib
+
+    from tilesim.codegen import CodegenError
+    from tilesim.ir import check
+
+    progs = [p for m in ("gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm")
+             for p in importlib.import_module(f"examples.{m}").programs()]
+    progs += [make() for make, _ in NOT_EMITTED.values()]
+    seen = set()
+    for p in progs:
+        paths = check(p).paths
+        try:
+            emit_hip(p)
+            emitted = True
+        except CodegenError:
+            emitted = False
+        assert paths["emit"].ok == emitted, (p.name, p.target, paths["emit"])
+        amd = p.target.startswith("gfx")
+        assert paths["compile"].ok == (emitted and amd), (p.name, p.target)
+        if not amd:
+            assert "NVRTC" in paths["compile"].reason
+        seen.add((emitted, amd))
+    assert seen >= {(True, True), (True, False), (False, True)}
+
+
+def test_check_cli_reports_paths_as_text_and_json(tmp_path):
+    from tilesim import cli
+
+    f = tmp_path / "f64.json"
+    f.write_text(_f64_add().to_json())
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["check", str(f)]) == 0
+    assert "paths: simulate yes; emit no (op " in out.getvalue() and "f64" in out.getvalue()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["check", str(f), "--format", "json"]) == 0
+    (doc,) = json.loads(out.getvalue())
+    assert doc["paths"]["simulate"] == {"ok": True, "reason": ""}
+    assert doc["paths"]["emit"]["ok"] is False and "f64" in doc["paths"]["emit"]["reason"]
+    assert doc["paths"]["compile"]["ok"] is False
+
+
+@pytest.mark.compiler
+def test_bf16_codec_helpers_round_like_ml_dtypes(tmp_path):
+    """The C helpers for bf16 (CODEC_HELPERS), compiled for the host with the same zig clang and
+    run over edge cases and random bit patterns, against ml_dtypes' bfloat16 (an independent
+    implementation of the format): round to nearest even, overflow to inf, NaN stays NaN."""
+    import subprocess
+    import sys
+
+    import ml_dtypes
+
+    from tilesim.ir.ops import CODEC_HELPERS
+
+    src = tmp_path / "bf16.c"
+    src.write_text("#include <stdio.h>\n#include <string.h>\ntypedef unsigned int ts_u32;\n#define TS_DEV\n"
+                   "static float ts_f32(ts_u32 x) { float f; memcpy(&f, &x, 4); return f; }\n"
+                   "static ts_u32 ts_bits(float f) { ts_u32 x; memcpy(&x, &f, 4); return x; }\n"
+                   + CODEC_HELPERS["bf16"] + "\nint main(void) { unsigned x; while (scanf(\"%x\", &x) == 1) "
+                   "printf(\"%x %x\\n\", ts_f32_to_bf16(ts_f32(x)), ts_bits(ts_bf16_to_f32(x & 0xffffu))); return 0; }\n")
+    exe = tmp_path / "bf16"
+    try:
+        subprocess.run([sys.executable, "-m", "ziglang", "cc", "-O1", "-o", str(exe), str(src)], check=True,
+                       capture_output=True, timeout=300)
+    except (subprocess.CalledProcessError, FileNotFoundError) as e:
+        pytest.skip(f"no host C compiler: {e}")
+    rng = np.random.default_rng(0)
+    edge = [0x00000000, 0x80000000, 0x3f808000, 0x3f818000, 0x3f807fff, 0x3f808001, 0x7f7fffff, 0x7f7f8000,
+            0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xffffffff, 0x00000001, 0x00008000]
+    xs = np.array(edge + rng.integers(0, 2**32, 20000, dtype=np.uint64).tolist(), np.uint32)
+    out = subprocess.run([str(exe)], input="\n".join(f"{x:x}" for x in xs), capture_output=True, text=True,
+                         timeout=120).stdout.split()
+    got_bf16 = np.array([int(v, 16) for v in out[0::2]], np.uint16)
+    got_f32 = np.array([int(v, 16) for v in out[1::2]], np.uint32)
+    f = xs.view(np.float32)
+    with np.errstate(invalid="ignore"):
+        want = f.astype(ml_dtypes.bfloat16)
+    nan = np.isnan(f)
+    assert np.array_equal(got_bf16[~nan], want.view(np.uint16)[~nan])
+    assert np.all(np.isnan(got_bf16[nan].view(ml_dtypes.bfloat16).astype(np.float32)))
+    assert np.array_equal(got_bf16[nan] >> 15, (xs[nan] >> 31).astype(np.uint16))  # sign kept
+    lo = (xs & 0xFFFF).astype(np.uint16)
+    dec = lo.view(ml_dtypes.bfloat16).astype(np.float32)
+    same = np.isnan(dec) | (got_f32.view(np.float32) == dec)
+    assert np.all(same) and np.array_equal(np.isnan(dec), np.isnan(got_f32.view(np.float32)))
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize(("src", "dst"), [("f32", "bf16"), ("bf16", "f32"), ("f16", "bf16"), ("bf16", "f16"),
+                                          ("f32", "f16"), ("f16", "f32")])
+def test_float_casts_are_emitted_and_compile(src, dst):
+    """bf16 casts and stores (issue 13 item 5) are emitted now: check's paths say so and clang agrees."""
+    from tilesim.hw import offline
+    from tilesim.ir import check
+
+    prog = _cast_store(src, dst)
+    assert check(prog).paths["emit"].ok and check(prog).paths["compile"].ok
+    comp = offline.compile_hip(emit_hip(prog).source, prog.target)
+    assert comp.metadata["vgpr_count"] > 0 and comp.metadata["scratch_bytes"] == 0
+    nv = _cast_store(src, dst, target="sm_90")
+    assert "cast_store" in emit_hip(nv).source

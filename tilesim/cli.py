@@ -455,7 +455,8 @@ def _cmd_check(args: argparse.Namespace) -> tuple[str, int]:
     if args.format == "json":
         return json.dumps([{"program": r.program.name, "target": r.program.target, "ok": r.ok, "vgprs": r.vgprs,
                             "lds_bytes": r.lds_bytes, "occupancy": r.occupancy,
-                            "findings": [vars(f) for f in r.findings]} for r in reports], indent=1), code
+                            "findings": [vars(f) for f in r.findings],
+                            "paths": {k: {"ok": v.ok, "reason": v.reason} for k, v in r.paths.items()}} for r in reports], indent=1), code
     return "\n".join(str(r) for r in reports), code
 
 

@@ -26,7 +26,16 @@ from tilesim.codegen.idents import c_identifiers, comment_text
 from tilesim.errors import TilesimError
 from tilesim.targets import get_target
 from tilesim.ir.core import Block, LdsLayout, Op, Program, Value
-from tilesim.ir.ops import BINOPS, ELEMENTWISE, FLOAT_CODECS, INT_MAX, REDUCE, emit_refusals, prelude_macros
+from tilesim.ir.ops import (
+    BINOPS,
+    CODEC_HELPERS,
+    ELEMENTWISE,
+    FLOAT_CODECS,
+    INT_MAX,
+    REDUCE,
+    emit_refusals,
+    prelude_macros,
+)
 from tilesim.layouts.expr import expressions
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
@@ -126,6 +135,7 @@ class _Gen:
         self.lds_off: dict[int, int] = {}
         self.lds_top = 0
         self.tables = 0
+        self.helpers: set[str] = set()  # op-table helper functions the body calls (CODEC_HELPERS)
 
     def bind_user_names(self) -> None:
         """Replace the placeholders by C identifiers for the kernel and tensor names, chosen to avoid
@@ -417,6 +427,7 @@ class _Gen:
         # slot s's bits in the source registers, decoded to a float, encoded to the destination's bits
         x_bits = f"{fx}.r[s]" if sb == 32 else f"({fx}.r[s / {32 // sb}] >> ({sb} * (s % {32 // sb}))) & 0x{(1 << sb) - 1:x}u"
         y = FLOAT_CODECS[dst][1].format(FLOAT_CODECS[src][0].format(x_bits))
+        self.helpers.update(CODEC_HELPERS[t] for t in (src, dst) if t in CODEC_HELPERS)
         put = f"{f}.r[s] = {y};" if db == 32 else f"{f}.r[s / {32 // db}] |= {y} << ({db} * (s % {32 // db}));"
         self.emit(d, "#pragma unroll")
         self.emit(d, f"for (int s = 0; s < {slots}; ++s) {put}")
@@ -586,6 +597,7 @@ def emit_hip(prog: Program) -> Emitted:
         f"wave{prog.wave_size}, {prog.waves_per_workgroup} wave(s)/workgroup, grid {comment_text(prog.grid)}",
         f"// sizes: {comment_text(', '.join(f'{k}={v}' for k, v in prog.sizes))}",
         _PRELUDE.rstrip(),
+        *sorted(g.helpers),
         *(["#if TS_AMD", *vecs, "#endif"] if vecs else []),
         *structs,
         "",

@@ -28,7 +28,7 @@ from tilesim.errors import VerifyError, choices
 
 __all__ = ["Macro", "Elementwise", "Binop", "Reduce", "Attr", "OpKind", "OpError", "ELEMENTWISE", "BINOPS", "REDUCE",
            "REDUCE_AXES", "KINDS", "OP_KINDS", "FLOAT_CODECS", "EMIT_ARITH_DTYPES", "prelude_macros", "cast_emitted",
-           "emit_refusals", "check_attrs", "INT_MAX"]
+           "emit_refusals", "check_attrs", "INT_MAX", "PathStatus", "program_paths", "CODEC_HELPERS"]
 
 
 class OpError(VerifyError):
@@ -141,6 +141,16 @@ REDUCE_AXES = ("row", "col")  # reduce along the tile's rows (axis='row': down e
 FLOAT_CODECS: Mapping[str, tuple[str, str]] = {
     "f32": ("ts_f32({})", "ts_bits({})"),
     "f16": ("ts_f16_to_f32({})", "ts_f32_to_f16({})"),
+    "bf16": ("ts_bf16_to_f32({})", "ts_f32_to_bf16({})"),
+}
+# Helpers a codec needs beyond the prelude, written once for both vendors (integer ops only), added
+# to the source only when a program uses them. bf16 is the high half of an f32: decoding shifts;
+# encoding rounds to nearest even (+0x7fff plus the kept LSB), a NaN stays a quiet NaN of its sign.
+CODEC_HELPERS: Mapping[str, str] = {
+    "bf16": "static TS_DEV inline float ts_bf16_to_f32(ts_u32 x) { return ts_f32((x & 0xffffu) << 16); }\n"
+            "static TS_DEV inline ts_u32 ts_f32_to_bf16(float f) { const ts_u32 x = ts_bits(f);\n"
+            "  return ((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : (x + 0x7fffu + ((x >> 16) & 1u)) >> 16) "
+            "& 0xffffu; }",
 }
 # Element types of emitted elementwise/reduce arithmetic (done in f32, as the simulator rounds once)
 EMIT_ARITH_DTYPES = ("f32",)
@@ -369,6 +379,66 @@ def _emit_refusal(op: Any, prog: Any, dtype: Callable[[str], Any]) -> str | None
     if k == "convert" and dtype(op.args[0].dtype).reg_bits != 32:
         return f"convert of {op.args[0].dtype} fragments is not emitted yet (32-bit elements only)"
     if k == "cast" and not cast_emitted(op.args[0].dtype, op.out.dtype):
-        pairs = sorted(f"{a}->{b}" for a in FLOAT_CODECS for b in FLOAT_CODECS if cast_emitted(a, b))
-        return f"cast {op.args[0].dtype} -> {op.out.dtype} is not emitted yet (emitted: {', '.join(pairs)})"
+        return (f"cast {op.args[0].dtype} -> {op.out.dtype} is not emitted yet (casts between "
+                f"{', '.join(FLOAT_CODECS)} are)")
+    if k == "mma":
+        return _mma_refusal(op, prog)
     return None
+
+
+def _mma_refusal(op: Any, prog: Any) -> str | None:
+    from tilesim.errors import TilesimError
+    from tilesim.matrix.catalog import lookup
+    from tilesim.targets import get_target
+
+    try:
+        row = lookup(op.attr("instr"), prog.target)
+    except TilesimError as e:  # check reports it as an error too
+        return str(e)
+    if get_target(prog.target).vendor == "amd":
+        if prog.wave_size in row.wave_sizes and row.builtin_for(prog.wave_size) is None:
+            return f"{row.mnemonic} has no clang builtin for wave{prog.wave_size}"
+    elif row.types[0] == "f64":
+        return "f64 mma.sync is not emitted yet"
+    return None
+
+
+@dataclass(frozen=True)
+class PathStatus:
+    """Whether a program can take one path (simulate, emit, compile) on its target, and why not —
+    or, when it can, how."""
+
+    ok: bool
+    reason: str
+
+    def __str__(self) -> str:
+        return ("yes" if self.ok else "no") + (f" ({self.reason})" if self.reason else "")
+
+
+def program_paths(prog: Any) -> dict[str, PathStatus]:
+    """The paths a program can take, known statically from the op table and its dtype rules:
+
+    * ``simulate`` — every op of the table has numpy semantics, so every well-formed program
+      simulates (whether the result is what the hardware computes is what check's findings say);
+    * ``emit`` — HIP/CUDA source, unless an op or tensor is outside what the generator writes
+      (:func:`emit_refusals`: the same rules the generator raises on);
+    * ``compile`` — AMD: the offline AMDGPU clang (``tilesim compile``) once emitted; NVIDIA: no
+      offline compiler, NVRTC builds the source on an NVIDIA device when ``tilesim run`` runs it.
+    """
+    from tilesim.targets import get_target
+
+    refused = emit_refusals(prog)
+    if refused:
+        where, why = refused[0]
+        emit = PathStatus(False, f"{where}: {why}" + (f"; and {len(refused) - 1} more" if len(refused) > 1 else ""))
+    else:
+        emit = PathStatus(True, "")
+    t = get_target(prog.target)
+    if not emit.ok:
+        compile_ = PathStatus(False, "nothing to compile: the program is not emitted")
+    elif t.vendor == "amd":
+        compile_ = PathStatus(True, f"offline AMDGPU clang, --offload-arch={t.name}")
+    else:
+        compile_ = PathStatus(False, f"no offline compiler for {t.name}: NVRTC compiles the emitted source on an "
+                                     "NVIDIA device at run time (tilesim run)")
+    return {"simulate": PathStatus(True, ""), "emit": emit, "compile": compile_}

@@ -32,6 +32,7 @@ from tilesim.targets import get_target, occupancy
 from tilesim.ir.accesses import analyse
 from tilesim.ir.analysis import lds_estimate, vgpr_estimate
 from tilesim.ir.core import Op, Program, Value
+from tilesim.ir.ops import PathStatus, program_paths
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
@@ -58,6 +59,8 @@ class CheckReport:
     vgprs: int = 0
     lds_bytes: int = 0
     occupancy: int | None = None
+    # simulate / emit / compile on the program's target, from the op table (tilesim/ir/ops.py)
+    paths: dict[str, PathStatus] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Finding]:
@@ -76,7 +79,8 @@ class CheckReport:
         head = (f"check {p.name} on {p.target} (wave{p.wave_size}): "
                 f"{'OK' if self.ok else f'{len(self.errors)} error(s)'}; VGPRs ~{self.vgprs}, LDS {self.lds_bytes} B"
                 + (f", occupancy {self.occupancy} waves/SIMD" if self.occupancy is not None else ""))
-        return "\n".join([head] + [f"  {f}" for f in self.findings])
+        paths = ["  paths: " + "; ".join(f"{k} {v}" for k, v in self.paths.items())] if self.paths else []
+        return "\n".join([head] + paths + [f"  {f}" for f in self.findings])
 
 
 def _k_perm(decl: Layout, hw: Layout, k_dim: str) -> dict[int, int] | None:
@@ -129,6 +133,7 @@ def check(prog: Program) -> CheckReport:
             rep.occupancy = occupancy(t, rep.vgprs, prog.wave_size)
         except TargetError as e:  # a budget the target's table cannot place: a finding, not a crash
             rep.findings.append(Finding("error", "program", str(e)))
+    rep.paths = program_paths(prog)
     return rep
 
 
