@@ -425,7 +425,8 @@ class _Gen:
             raise CodegenError(f"cast {src} -> {dst} is not emitted yet (between {', '.join(FLOAT_CODECS)})")
         sb, db = dtype(src).reg_bits, dtype(dst).reg_bits
         # slot s's bits in the source registers, decoded to a float, encoded to the destination's bits
-        x_bits = f"{fx}.r[s]" if sb == 32 else f"({fx}.r[s / {32 // sb}] >> ({sb} * (s % {32 // sb}))) & 0x{(1 << sb) - 1:x}u"
+        per = 32 // sb
+        x_bits = f"{fx}.r[s]" if sb == 32 else f"({fx}.r[s / {per}] >> ({sb} * (s % {per}))) & 0x{(1 << sb) - 1:x}u"
         y = FLOAT_CODECS[dst][1].format(FLOAT_CODECS[src][0].format(x_bits))
         self.helpers.update(CODEC_HELPERS[t] for t in (src, dst) if t in CODEC_HELPERS)
         put = f"{f}.r[s] = {y};" if db == 32 else f"{f}.r[s / {32 // db}] |= {y} << ({db} * (s % {32 // db}));"

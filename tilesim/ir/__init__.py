@@ -35,8 +35,9 @@ from tilesim.ir.dsl import (
 
 __all__ = [
     "OP_KINDS", "Block", "Frag", "Kernel", "LdsLayout", "MmaOp", "Op", "Program", "Scalar", "Tensor", "TensorParam",
-    "Value", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_store", "load",
-    "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when", "zeros",
+    "Value", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_store",
+    "load", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when",
+    "zeros",
 ]
 
 # one DSL function per elementwise row of the op table (ts.exp, ts.maximum, ts.minimum, ...)

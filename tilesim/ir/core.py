@@ -18,23 +18,28 @@ kind           args                                   attrs
 const          —                                      value
 tile_id        —                                      axis
 wave_id        —                                      —
-binop          a, b (scalars or ints)                 op: + - * // % min max
-zeros          —                                      dtype, layout
-load           row0, col0 (scalars)                   tensor, dtype, layout
-store          frag, row0, col0                       tensor
-lds_alloc      —                                      dtype, rows, cols, pad, swizzle
+binop          a, b (scalars or ints)                 op (a row of ops.BINOPS)
+zeros          —                                      —
+load           row0, col0 (scalars)                   tensor, transpose
+store          frag, row0, col0                       tensor, transpose
+lds_alloc      —                                      — (the value's LdsLayout)
 lds_store      lds, frag, row0, col0                  —
-lds_load       lds, row0, col0                        dtype, layout
+lds_load       lds, row0, col0                        —
 barrier        —                                      —
-mma            a, b, c                                instr, modifiers
-elementwise    x, y (frags or scalar constants)       op: add sub mul max min neg exp …
+mma            a, b, c                                instr, family, modifiers
+elementwise    x, y (frags or scalar constants)       op (a row of ops.ELEMENTWISE)
 cast           x                                      dtype
-convert        x                                      layout
+convert        x                                      — (the result's layout)
 shuffle        x                                      src_lane (tuple, one per lane)
-reduce         x                                      op (sum/max), axis (row/col)
+reduce         x                                      op (ops.REDUCE), axis (row/col)
 loop           start, stop, step                      body (Block), carried ((init, next), …)
 branch         cond (scalar)                          body (Block)
 =============  =====================================  =========================================
+
+The table itself, with each attribute's check, is :data:`tilesim.ir.ops.KINDS`: an ``Op`` is
+validated against it when made, and a ``Program`` checks what depends on it (tile_id axes against
+its grid, shuffles against its wave, tensors by name), so no malformed op reaches the simulator
+or the code generator.
 """
 
 from __future__ import annotations
@@ -373,7 +378,8 @@ def _validate(prog: Program) -> None:
     get_target(prog.target)  # TargetError naming the targets
     if not isinstance(prog.grid, tuple) or not 1 <= len(prog.grid) <= 3:
         raise VerifyError(f"the grid has 1 to 3 dimensions (x, y, z); got {ascii(prog.grid)[:80]}")
-    if not positive(prog.wave_size) or not positive(prog.waves_per_workgroup) or not all(positive(g) for g in prog.grid):
+    if not positive(prog.wave_size) or not positive(prog.waves_per_workgroup) \
+            or not all(positive(g) for g in prog.grid):
         raise VerifyError(f"wave size, waves per workgroup and grid must be positive integers; got "
                           f"{prog.wave_size!r}, {prog.waves_per_workgroup!r}, {prog.grid!r}"[:300])
     if not isinstance(prog.sizes, tuple) or not all(
@@ -405,7 +411,8 @@ def _validate(prog: Program) -> None:
             lay = v.layout
             if not isinstance(v.dtype, str) or not isinstance(lay, Layout) or set(lay.in_names) != {"lane", "slot"} \
                     or not {"row", "col"} <= set(lay.out_names) or lay.elem_bits is None:
-                raise VerifyError(f"fragment %{v.id} needs a dtype and a (lane, slot) -> (row, col) layout with elem_bits")
+                raise VerifyError(f"fragment %{v.id} needs a dtype and a (lane, slot) -> (row, col) layout with "
+                                  "elem_bits")
             known_dtype(v.dtype, f"fragment %{v.id}")
             if dict(lay.in_dims)["lane"] != prog.wave_size:
                 raise VerifyError(f"fragment %{v.id} has {dict(lay.in_dims)['lane']} lanes; the program runs "

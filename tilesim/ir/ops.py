@@ -369,7 +369,8 @@ def _emit_refusal(op: Any, prog: Any, dtype: Callable[[str], Any]) -> str | None
         buf, v = op.args[0], (op.args[1] if k == "lds_store" else op.out)
         bits = dtype(v.dtype).reg_bits
         if bits not in (8, 16, 32) or buf.lds.elem_bytes * 8 != bits:
-            return f"LDS {'store' if k == 'lds_store' else 'load'} of {v.dtype} into a {buf.dtype} buffer is not emitted yet"
+            what = "store" if k == "lds_store" else "load"
+            return f"LDS {what} of {v.dtype} into a {buf.dtype} buffer is not emitted yet"
         if not v.layout.is_function():
             return "a broadcast fragment layout cannot be moved through LDS"
     if k == "elementwise" and op.out.dtype not in EMIT_ARITH_DTYPES:
