@@ -323,10 +323,33 @@ def _convert16():
     return conv.specialize(target="gfx1201", M=16, N=16)
 
 
+def _convert64():
+    @ts.kernel
+    def conv64(X: ts.Tensor["f64", "M", "N"], Y: ts.Tensor["f64", "M", "N"]):
+        ts.store(Y[0:, 0:], ts.convert(ts.load(X[0:, 0:], _LAY), _A16))
+
+    return conv64.specialize(target="gfx1201", M=16, N=16)
+
+
+def _half(dt: str, what: str):
+    def half(X, Y):
+        x = ts.load(X[0:, 0:], _LAY)
+        if what == "elementwise":
+            y = ts.maximum(x * x - x, -1.0)
+        elif what == "reduce":
+            y = ts.reduce(x, "sum", "col")
+        else:
+            y = ts.convert(x, _A16)
+        ts.store(Y[0:, 0:], y)
+
+    half.__annotations__ = {"X": ts.Tensor[dt, "M", "N"], "Y": ts.Tensor[dt, "M", "N"]}
+    return ts.kernel(half).specialize(target="gfx1201", M=16, N=16)
+
+
 NOT_EMITTED = {
     "4-bit tensor": (_four_bit, "tensor X: i4 (4-bit) elements are not emitted"),
     "f64 elementwise": (_f64_add, "elementwise on f64 fragments is not emitted"),
-    "16-bit convert": (_convert16, "convert of f16 fragments is not emitted"),
+    "64-bit convert": (_convert64, "convert of f64 fragments is not emitted"),
     "i8 cast": (lambda: _cast_store("f32", "i8"), "cast f32 -> i8 is not emitted"),
 }
 
@@ -358,6 +381,7 @@ def test_paths_agree_with_emit_on_every_example_and_target():
     progs = [p for m in ("gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm")
              for p in importlib.import_module(f"examples.{m}").programs()]
     progs += [make() for make, _ in NOT_EMITTED.values()]
+    progs += [_half(dt, w) for dt in ("f16", "bf16") for w in ("elementwise", "reduce", "convert")] + [_convert16()]
     seen = set()
     for p in progs:
         paths = check(p).paths
@@ -440,6 +464,20 @@ def test_bf16_codec_helpers_round_like_ml_dtypes(tmp_path):
     dec = lo.view(ml_dtypes.bfloat16).astype(np.float32)
     same = np.isnan(dec) | (got_f32.view(np.float32) == dec)
     assert np.all(same) and np.array_equal(np.isnan(dec), np.isnan(got_f32.view(np.float32)))
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+@pytest.mark.parametrize("what", ["elementwise", "reduce", "convert"])
+def test_16_bit_float_arithmetic_and_convert_are_emitted_and_compile(dt, what):
+    """f16/bf16 elementwise, reduce and 16-bit convert (issue 13 item 5) are emitted now."""
+    from tilesim.hw import offline
+    from tilesim.ir import check
+
+    prog = _half(dt, what)
+    assert check(prog).paths["emit"].ok
+    comp = offline.compile_hip(emit_hip(prog).source, prog.target)
+    assert comp.metadata["vgpr_count"] > 0
 
 
 @pytest.mark.compiler

@@ -400,10 +400,13 @@ class _Gen:
 
     def op_elementwise(self, op: Op, d: int) -> None:
         x, y = op.args
-        if op.out.dtype != "f32":
-            raise CodegenError(f"elementwise on {op.out.dtype} fragments is not emitted yet (f32 only)")
+        if op.out.dtype not in FLOAT_CODECS:
+            raise CodegenError(f"elementwise on {op.out.dtype} fragments is not emitted yet ({', '.join(FLOAT_CODECS)})")
         f, fx = self.frag(op.out), self.frag(x)
         n = op.out.layout.registers_per_lane()
+        if op.out.dtype != "f32":
+            self._elementwise_slots(op, f, fx, d)
+            return
         if isinstance(y, Value) and y.kind == "frag":
             yv = f"ts_f32({self.frag(y)}.r[i])"
         elif isinstance(y, Value):
@@ -414,6 +417,26 @@ class _Gen:
         expr = _row(ELEMENTWISE, op.attr("op"), "elementwise").c.format(a=a, b=yv)
         self.emit(d, "#pragma unroll")
         self.emit(d, f"for (int i = 0; i < {n}; ++i) {f}.r[i] = ts_bits({expr});")
+
+    def _elementwise_slots(self, op: Op, f: str, fx: str, d: int) -> None:
+        """Elementwise on packed 16-bit floats: slot by slot, decoded to f32, computed, rounded once to
+        the element type (f32 holds every f16/bf16 sum, difference, product and quotient closely
+        enough that this second rounding gives the simulator's single rounding from float64)."""
+        x, y = op.args
+        dt, bits = op.out.dtype, dtype(op.out.dtype).reg_bits
+        dec, enc = FLOAT_CODECS[dt]
+        self.helpers.update([CODEC_HELPERS[dt]] if dt in CODEC_HELPERS else [])
+        if isinstance(y, Value) and y.kind == "frag":
+            yv = dec.format(_slot_bits(self.frag(y), bits))
+        elif isinstance(y, Value):
+            yv = f"(float){self.sref(y)}"
+        else:
+            yv = "0.0f" if y is None else _f32_literal(float(y))
+        expr = _row(ELEMENTWISE, op.attr("op"), "elementwise").c.format(a=dec.format(_slot_bits(fx, bits)), b=yv)
+        self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
+        self.emit(d, "#pragma unroll")
+        self.emit(d, f"for (int s = 0; s < {dict(op.out.layout.in_dims)['slot']}; ++s) "
+                     f"{_slot_put(f, bits, enc.format(expr))}")
 
     def op_cast(self, op: Op, d: int) -> None:
         x = op.args[0]
@@ -452,23 +475,31 @@ class _Gen:
         self.scratch = max(getattr(self, "scratch", 0), rows * cols * 4)
         return rows, cols, f"((float*)(ts_lds + TS_SCRATCH + wave * {rows * cols * 4}))"
 
-    def _to_scratch(self, f: str, lay: Layout, sc: str, cols: int, d: int) -> None:
+    def _to_scratch(self, f: str, lay: Layout, sc: str, cols: int, d: int, value: str | None = None) -> None:
+        """Each slot's element to the scratch tile: ``value`` (an expression over slot s; default the
+        32-bit register as a float)."""
         ex, valid = self.slot_exprs(lay, d)
         slots = dict(lay.in_dims)["slot"]
         cond = f"if ({valid}) " if valid else ""
+        value = value or f"ts_f32({f}.r[s])"
         self.emit(d, "#pragma unroll")
-        self.emit(d, f"for (int s = 0; s < {slots}; ++s) {cond}{sc}[({ex['row']}) * {cols} + ({ex['col']})] = ts_f32({f}.r[s]);")
+        self.emit(d, f"for (int s = 0; s < {slots}; ++s) {cond}{sc}[({ex['row']}) * {cols} + ({ex['col']})] = {value};")
 
     def op_reduce(self, op: Op, d: int) -> None:
         x = op.args[0]
-        if x.dtype != "f32":
-            raise CodegenError(f"reduce on {x.dtype} fragments is not emitted yet (f32 only)")
+        if x.dtype not in FLOAT_CODECS:
+            raise CodegenError(f"reduce on {x.dtype} fragments is not emitted yet ({', '.join(FLOAT_CODECS)})")
         f, fx = self.frag(op.out), self.frag(x)
         rows, cols, sc = self._scratch(x.layout)
         comb = _row(REDUCE, op.attr("op"), "reduce").c
         along_col = op.attr("axis") == "col"
+        bits = dtype(x.dtype).reg_bits
+        dec, enc = FLOAT_CODECS[x.dtype]
+        self.helpers.update([CODEC_HELPERS[x.dtype]] if x.dtype in CODEC_HELPERS else [])
+        if bits != 32:  # packed elements are or-ed into their registers below
+            self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
         self.emit(d, "{")
-        self._to_scratch(fx, x.layout, sc, cols, d + 1)
+        self._to_scratch(fx, x.layout, sc, cols, d + 1, None if bits == 32 else dec.format(_slot_bits(fx, bits)))
         self.emit(d + 1, "TS_WAVE_SYNC();")
         ex, valid = self.slot_exprs(x.layout, d + 1)
         n, idx = (cols, f"r * {cols} + t") if along_col else (rows, f"t * {cols} + c")
@@ -478,15 +509,19 @@ class _Gen:
             self.emit(d + 2, f"const int r = {ex['row']}, c = {ex['col']}; (void)r; (void)c;")
             self.emit(d + 2, f"float a = {sc}[{idx.replace('t', '0')}];")
             self.emit(d + 2, f"for (int t = 1; t < {n}; ++t) {{ const float b = {sc}[{idx}]; a = {comb}; }}")
-            self.emit(d + 2, f"{f}.r[s] = ts_bits(a); }}")
+            self.emit(d + 2, f"{_slot_put(f, bits, enc.format('a'))} }}")
         self.emit(d + 1, "TS_WAVE_SYNC();")
         self.emit(d, "}")
 
     def op_convert(self, op: Op, d: int) -> None:
         x = op.args[0]
-        if dtype(x.dtype).reg_bits != 32:
-            raise CodegenError(f"convert of {x.dtype} fragments is not emitted yet (32-bit elements only)")
+        bits = dtype(x.dtype).reg_bits
+        if bits not in (8, 16, 32):
+            raise CodegenError(f"convert of {x.dtype} fragments is not emitted yet (8-, 16- and 32-bit elements)")
         f, fx = self.frag(op.out), self.frag(x)
+        if bits != 32:
+            self._convert_packed(op, f, fx, bits, d)
+            return
         rows, cols, sc = self._scratch(x.layout)
         self.emit(d, "{")
         self._to_scratch(fx, x.layout, sc, cols, d + 1)
@@ -495,6 +530,24 @@ class _Gen:
         slots = dict(op.out.layout.in_dims)["slot"]
         self.emit(d + 1, "#pragma unroll")
         self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {f}.r[s] = ts_bits({sc}[({ex['row']}) * {cols} + ({ex['col']})]);")
+        self.emit(d + 1, "TS_WAVE_SYNC();")
+        self.emit(d, "}")
+
+    def _convert_packed(self, op: Op, f: str, fx: str, bits: int, d: int) -> None:
+        """convert of 8/16-bit elements: each element's bits through the scratch tile as a 32-bit word
+        (bits moved, never converted), then packed into the new layout's registers."""
+        x = op.args[0]
+        rows, cols, sc = self._scratch(x.layout)
+        words = sc.replace("(float*)", "(ts_u32*)")
+        self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
+        self.emit(d, "{")
+        self._to_scratch(fx, x.layout, words, cols, d + 1, _slot_bits(fx, bits))
+        self.emit(d + 1, "TS_WAVE_SYNC();")
+        ex, valid = self.slot_exprs(op.out.layout, d + 1)
+        slots = dict(op.out.layout.in_dims)["slot"]
+        self.emit(d + 1, "#pragma unroll")
+        word = f"{words}[({ex['row']}) * {cols} + ({ex['col']})]"
+        self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {_slot_put(f, bits, word)}")
         self.emit(d + 1, "TS_WAVE_SYNC();")
         self.emit(d, "}")
 
@@ -517,6 +570,22 @@ class _Gen:
         self.emit(d, f"if ({self.sref(op.args[0])} != 0) {{")
         self.block(op.attr("body"), d + 1)
         self.emit(d, "}")
+
+
+def _slot_bits(f: str, bits: int) -> str:
+    """Slot ``s``'s element bits in fragment ``f`` (elements packed low first in 32-bit registers)."""
+    if bits == 32:
+        return f"{f}.r[s]"
+    per = 32 // bits
+    return f"(({f}.r[s / {per}] >> ({bits} * (s % {per}))) & 0x{(1 << bits) - 1:x}u)"
+
+
+def _slot_put(f: str, bits: int, value: str) -> str:
+    """A statement storing ``value`` (element bits) as slot ``s`` of ``f`` (zeroed first when packed)."""
+    if bits == 32:
+        return f"{f}.r[s] = {value};"
+    per = 32 // bits
+    return f"{f}.r[s / {per}] |= ({value}) << ({bits} * (s % {per}));"
 
 
 def _int(x: object, lo: int, hi: int, what: str) -> int:

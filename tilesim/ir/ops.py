@@ -27,8 +27,8 @@ import numpy as np
 from tilesim.errors import VerifyError, choices
 
 __all__ = ["Macro", "Elementwise", "Binop", "Reduce", "Attr", "OpKind", "OpError", "ELEMENTWISE", "BINOPS", "REDUCE",
-           "REDUCE_AXES", "KINDS", "OP_KINDS", "FLOAT_CODECS", "EMIT_ARITH_DTYPES", "prelude_macros", "cast_emitted",
-           "emit_refusals", "check_attrs", "INT_MAX", "PathStatus", "program_paths", "CODEC_HELPERS"]
+           "REDUCE_AXES", "KINDS", "OP_KINDS", "FLOAT_CODECS", "CODEC_HELPERS", "EMIT_ARITH_DTYPES", "EMIT_CONVERT_BITS",
+           "prelude_macros", "cast_emitted", "emit_refusals", "check_attrs", "INT_MAX", "PathStatus", "program_paths"]
 
 
 class OpError(VerifyError):
@@ -152,8 +152,9 @@ CODEC_HELPERS: Mapping[str, str] = {
             "  return ((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : (x + 0x7fffu + ((x >> 16) & 1u)) >> 16) "
             "& 0xffffu; }",
 }
-# Element types of emitted elementwise/reduce arithmetic (done in f32, as the simulator rounds once)
-EMIT_ARITH_DTYPES = ("f32",)
+# Element types of emitted elementwise/reduce arithmetic: decoded to f32, computed, rounded once
+EMIT_ARITH_DTYPES = tuple(FLOAT_CODECS)
+EMIT_CONVERT_BITS = (8, 16, 32)  # convert moves element bits through a scratch tile
 
 
 def prelude_macros(vendor: str) -> list[str]:
@@ -374,11 +375,11 @@ def _emit_refusal(op: Any, prog: Any, dtype: Callable[[str], Any]) -> str | None
         if not v.layout.is_function():
             return "a broadcast fragment layout cannot be moved through LDS"
     if k == "elementwise" and op.out.dtype not in EMIT_ARITH_DTYPES:
-        return f"elementwise on {op.out.dtype} fragments is not emitted yet ({'/'.join(EMIT_ARITH_DTYPES)} only)"
+        return f"elementwise on {op.out.dtype} fragments is not emitted yet ({', '.join(EMIT_ARITH_DTYPES)})"
     if k == "reduce" and op.args[0].dtype not in EMIT_ARITH_DTYPES:
-        return f"reduce on {op.args[0].dtype} fragments is not emitted yet ({'/'.join(EMIT_ARITH_DTYPES)} only)"
-    if k == "convert" and dtype(op.args[0].dtype).reg_bits != 32:
-        return f"convert of {op.args[0].dtype} fragments is not emitted yet (32-bit elements only)"
+        return f"reduce on {op.args[0].dtype} fragments is not emitted yet ({', '.join(EMIT_ARITH_DTYPES)})"
+    if k == "convert" and dtype(op.args[0].dtype).reg_bits not in EMIT_CONVERT_BITS:
+        return f"convert of {op.args[0].dtype} fragments is not emitted yet (8-, 16- and 32-bit elements)"
     if k == "cast" and not cast_emitted(op.args[0].dtype, op.out.dtype):
         return (f"cast {op.args[0].dtype} -> {op.out.dtype} is not emitted yet (casts between "
                 f"{', '.join(FLOAT_CODECS)} are)")
