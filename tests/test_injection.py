@@ -41,7 +41,6 @@ STRING_PAYLOADS = [
     '0}; __builtin_trap(); //',
     "*/ s_trap /*",
     "add\n",
-    "exp2",
     "x\\",
     "\udc80",
 ]

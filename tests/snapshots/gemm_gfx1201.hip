@@ -21,9 +21,6 @@ static __attribute__((device)) inline float ts_f16_to_f32(ts_u32 x) { return (fl
 static __attribute__((device)) inline ts_u32 ts_f32_to_f16(float x) { return __builtin_bit_cast(ts_u16, (_Float16)x); }
 static __attribute__((device)) inline ts_u32 ts_lane_from(ts_u32 x, int src) { return (ts_u32)__builtin_amdgcn_ds_bpermute(src * 4, (int)x); }
 #define TS_WAVE_SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier();                             __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); } while (0)
-#define TS_EXPF(x) __builtin_expf(x)
-#define TS_FMAXF(a, b) __builtin_fmaxf(a, b)
-#define TS_FMINF(a, b) __builtin_fminf(a, b)
 #else
 #define TS_AMD 0
 #define TS_TID() ((int)threadIdx.x)
@@ -41,9 +38,6 @@ static __device__ inline ts_u32 ts_f32_to_f16(float x) { unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
 static __device__ inline ts_u32 ts_lane_from(ts_u32 x, int src) { return __shfl_sync(0xffffffffu, x, src); }
 #define TS_WAVE_SYNC() __syncwarp()
-#define TS_EXPF(x) expf(x)
-#define TS_FMAXF(a, b) fmaxf(a, b)
-#define TS_FMINF(a, b) fminf(a, b)
 #endif
 #define TS_DEV __attribute__((device))
 static TS_DEV inline int ts_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }

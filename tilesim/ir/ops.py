@@ -87,6 +87,7 @@ class Reduce:
     name: str
     numpy: Callable[..., Any]
     c: str
+    macro: Macro | None = None
 
 
 def _rows(*rows: Any) -> Mapping[str, Any]:
@@ -131,8 +132,8 @@ BINOPS: Mapping[str, Binop] = _rows(
 
 REDUCE: Mapping[str, Reduce] = _rows(
     Reduce("sum", np.sum, "a + b"),
-    Reduce("max", np.max, "TS_FMAXF(a, b)"),
-    Reduce("min", np.min, "TS_FMINF(a, b)"),
+    Reduce("max", np.max, "TS_FMAXF(a, b)", _FMAXF),
+    Reduce("min", np.min, "TS_FMINF(a, b)", _FMINF),
 )
 REDUCE_AXES = ("row", "col")  # reduce along the tile's rows (axis='row': down each column) or columns
 
@@ -157,12 +158,14 @@ EMIT_ARITH_DTYPES = tuple(FLOAT_CODECS)
 EMIT_CONVERT_BITS = (8, 16, 32)  # convert moves element bits through a scratch tile
 
 
-def prelude_macros(vendor: str) -> list[str]:
-    """``#define`` lines for every macro the op table's templates call, in table order."""
+def prelude_macros(vendor: str, used: set[Macro] | frozenset[Macro] | None = None) -> list[str]:
+    """``#define`` lines for the macros the op table's templates call — those in ``used`` (all when
+    None) — in table order. The generator defines only what a kernel uses, so a new row changes no
+    other kernel's source."""
     seen: dict[str, Macro] = {}
-    for e in ELEMENTWISE.values():
-        if e.macro is not None:
-            seen.setdefault(e.macro.head, e.macro)
+    for r in (*ELEMENTWISE.values(), *REDUCE.values()):
+        if r.macro is not None and (used is None or r.macro in used):
+            seen.setdefault(r.macro.head, r.macro)
     return [f"#define {m.head} {m.amd if vendor == 'amd' else m.cuda}" for m in seen.values()]
 
 
