@@ -187,12 +187,12 @@ def test_emit_refusal_is_a_reason_not_silence_and_a_wrong_simulation_still_fails
     lay = lookup(NV, "sm_90").layout("C")
 
     @ts.kernel
-    def half_math(X: ts.Tensor["f16", "M", "N"], Y: ts.Tensor["f16", "M", "N"]):
+    def double_math(X: ts.Tensor["f64", "M", "N"], Y: ts.Tensor["f64", "M", "N"]):  # f64 arithmetic: not emitted
         x = ts.load(X[0:, 0:], lay)
         ts.store(Y[0:, 0:], x + x)
 
-    p = half_math.specialize(target="sm_90", M=16, N=8)
-    X = (np.arange(128).reshape(16, 8) / 8).astype(np.float16)
+    p = double_math.specialize(target="sm_90", M=16, N=8)
+    X = np.arange(128).reshape(16, 8) / 8
     right = run(p, reference={"Y": 2.0 * X.astype(np.float64)}, runner=fake.device_like_simulator, X=X)
     assert right.status == "SIMULATED_ONLY" and right.ok
     assert right.paths == ("simulated",) and "not emitted" in right.reason
