@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 
 from tilesim.ir.core import Block, Op, Program, Value
+from tilesim.ir.ops import BINOPS
 
 __all__ = ["analyse", "Note", "BUDGET"]
 
 BUDGET = 1 << 26  # elements of one analysis array (int64: 512 MiB would be 2^26); larger -> "not checked"
 _SEQ_TRIPS = 1 << 16  # trips x body ops run one by one at most (loops with carried scalars or LDS)
-_BINOPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
-           "min": np.minimum, "max": np.maximum, "<": np.less, ">=": np.greater_equal, "==": np.equal}
+_BINOPS = {name: row.numpy for name, row in BINOPS.items()}  # the op table's (tilesim/ir/ops.py)
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class _Static:
                       f"{', '.join(_BINOPS)}", simulate=True)
             raise _Skip("an unknown operator")
         a, b = (self.scalar(x, op) for x in op.args)
-        if op.attr("op") in ("//", "%") and bool(((np.broadcast_to(b, np.broadcast_shapes(b.shape, active.shape)) == 0)
+        if BINOPS[op.attr("op")].divides and bool(((np.broadcast_to(b, np.broadcast_shapes(b.shape, active.shape)) == 0)
                                                    & active).any()):
             self.note("error", self.where(op), f"integer {op.attr('op')} by zero on some (workgroup, wave)")
         with np.errstate(all="ignore"):

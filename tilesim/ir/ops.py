@@ -73,11 +73,13 @@ class Elementwise:
 
 @dataclass(frozen=True)
 class Binop:
-    """``op`` of a ``binop`` (uniform integer arithmetic); ``c`` over C ints ``{a}`` and ``{b}``."""
+    """``op`` of a ``binop`` (uniform integer arithmetic); ``c`` over C ints ``{a}`` and ``{b}``;
+    ``divides``: undefined when ``b`` is 0 (the verifier reports it)."""
 
     name: str
     numpy: Callable[[Any, Any], Any]
     c: str
+    divides: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,8 +123,8 @@ BINOPS: Mapping[str, Binop] = _rows(
     Binop("+", np.add, "({a} + {b})"),
     Binop("-", np.subtract, "({a} - {b})"),
     Binop("*", np.multiply, "({a} * {b})"),
-    Binop("//", np.floor_divide, "ts_floordiv({a}, {b})"),  # Python's floor division, not C's truncation
-    Binop("%", np.mod, "ts_mod({a}, {b})"),
+    Binop("//", np.floor_divide, "ts_floordiv({a}, {b})", divides=True),  # Python's floor division, not C's
+    Binop("%", np.mod, "ts_mod({a}, {b})", divides=True),
     Binop("min", np.minimum, "({a} < {b} ? {a} : {b})"),
     Binop("max", np.maximum, "({a} > {b} ? {a} : {b})"),
     Binop("<", np.less, "({a} < {b})"),
