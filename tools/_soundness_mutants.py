@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tilesim.errors import TilesimError
 from tilesim.ir.core import Block, Op, Program
 
 __all__ = ["KINDS", "pick", "structural"]
@@ -111,7 +112,10 @@ def _ew(p: Program, what: str) -> Program | None:
         if what == "swap" and o.attr("op") in OP_SWAP:
             return _set(o, op=OP_SWAP[o.attr("op")])
         if what == "unknown":
-            return _set(o, op="exp2")
+            try:
+                return _set(o, op="exp2")
+            except TilesimError:  # the op table refuses an unknown op when the op is made: no mutant
+                return ...
         if what == "const":
             for j, a in enumerate(o.args):
                 if isinstance(a, (int, float)) and not isinstance(a, bool):
