@@ -28,7 +28,7 @@ from tilesim.layouts.expr import expressions
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import rows
 from tilesim.matrix.explain import primary_copy
-from tilesim.matrix.geometry import InputGeometry
+from tilesim.matrix.geometry import FormatGeometry, InputGeometry
 from tilesim.matrix.instruction import MatrixInstruction
 
 __all__ = ["Case", "cases", "prove", "OBLIGATIONS"]
@@ -152,11 +152,9 @@ def forward_inverse(case: Case, lay: Layout) -> list[str]:
 
 def registers(case: Case, lay: Layout) -> list[str]:
     declared = case.row.registers_for(case.wave).get(case.op)
-    fmt = case.row.modifier("cbsz" if case.op == "A" else "blgp") if case.op in "AB" else None
-    if fmt is not None and fmt.kind == "format":  # gfx950 f8f6f4: the tuple size follows the format (ISA)
-        from tilesim.matrix.catalog_amd import F8F6F4_VGPRS
-
-        declared = F8F6F4_VGPRS[dict(case.mods).get(fmt.name, 0)]
+    recipe = case.row.recipe(case.op, case.wave)
+    if isinstance(recipe, FormatGeometry):  # gfx950 f8f6f4: the tuple size follows the format (ISA)
+        declared = recipe.vgprs(dict(case.mods).get(recipe.modifier, 0))
     if declared is None:
         return [f"{case.name}: row declares no register count for {case.op}"]
     rec = lay.location_array()

@@ -484,6 +484,7 @@ SLICE = {  # one row per family runs always; --full runs every row and wave size
     ("cdna1", "v_mfma_i32_32x32x8i8"), ("cdna2", "v_mfma_f64_16x16x4f64"), ("cdna3", "v_mfma_f32_16x16x32_fp8_fp8"),
     ("cdna4", "v_mfma_f32_32x32x64_f8f6f4"), ("rdna3", "v_wmma_f32_16x16x16_f16"), ("rdna4", "v_wmma_i32_16x16x16_iu8"),
     ("gfx1250", "v_wmma_f32_16x16x4_f32"), ("sm80", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    ("sm89", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"),
 }
 ROW_CASES = [
     pytest.param(r, w, id=f"{r.family}:{r.mnemonic}:w{w}",

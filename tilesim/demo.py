@@ -11,7 +11,12 @@ import json
 
 import numpy as np
 
+import tilesim as ts
+from tilesim.diff import run
+from tilesim.ir import check
+from tilesim.ir.dsl import Kernel
 from tilesim.targets import get_target, occupancy
+from tilesim.wave import simulate
 from tilesim.layouts.render import render_registers
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.explain import explain
@@ -37,11 +42,6 @@ def _head(text: str, lines: int) -> str:
 
 def _gemm_story() -> tuple[list[str], dict]:
     """Simulate a GEMM on gfx1201, then plant the classic porting bug on gfx1100 and blame it."""
-    from tilesim.ir import check
-    from tilesim.ir.dsl import Kernel
-    from tilesim.wave import simulate
-    import tilesim as ts
-
     @ts.kernel
     def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
              *, c_layout=None, mma="v_wmma_f32_16x16x16_f16"):
@@ -79,7 +79,6 @@ def _gemm_story() -> tuple[list[str], dict]:
     ]
     lines += ["", "7. Emit -> compile -> run -> verdict (the same kernel, no code written per target)"]
     verdicts = []
-    from tilesim.diff import run
 
     for target in ("gfx1201", "gfx942"):
         mn = "v_wmma_f32_16x16x16_f16" if target == "gfx1201" else "v_mfma_f32_32x32x8f16"

@@ -25,13 +25,20 @@ __all__ = [
     "TARGETS",
     "FEATURES",
     "MATRIX_PATHS",
+    "MATRIX_CORE_PATHS",
     "get_target",
     "target_names",
+    "families",
+    "family_targets",
+    "feature_targets",
     "has",
     "occupancy",
 ]
 
 MATRIX_PATHS = ("none", "dot2", "dp4a", "wmma", "wmma_gfx12", "mfma", "mma_sync")
+# The paths with matrix instructions in the catalog (the others have dot products only): a target
+# on one of these must have catalog rows (proofs/targets.py checks it).
+MATRIX_CORE_PATHS = ("wmma", "wmma_gfx12", "mfma", "mma_sync")
 
 # Every feature name a predicate may ask about; `has` rejects others so a typo fails loudly.
 FEATURES = frozenset(
@@ -267,6 +274,30 @@ _TARGET_ID_FEATURES = ("sramecc", "xnack")
 
 def target_names() -> list[str]:
     return list(TARGETS)
+
+
+def families() -> tuple[str, ...]:
+    """Every family name of the table, in table order."""
+    return tuple(dict.fromkeys(t.family for t in _ROWS))
+
+
+def family_targets(family: str) -> tuple[str, ...]:
+    """Every target of ``family``, in table order: what a catalog row of that family runs on.
+
+    The catalog derives its per-family target lists here, so a new target of an existing family
+    is one row of this table and nothing else.
+    """
+    names = tuple(t.name for t in _ROWS if t.family == family)
+    if not names:
+        raise TargetError(f"unknown family {family!r}; known families: {choices(families())}")
+    return names
+
+
+def feature_targets(feature: str) -> tuple[str, ...]:
+    """Every target that has ``feature`` (one of :data:`FEATURES`), in table order."""
+    if not isinstance(feature, str) or feature not in FEATURES:
+        raise TargetError(f"unknown feature {feature!r}; known features: {choices(sorted(FEATURES))}")
+    return tuple(t.name for t in _ROWS if feature in t.features)
 
 
 def get_target(name: str | Target) -> Target:

@@ -23,6 +23,8 @@ import numpy as np
 from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError, ToolchainError
 from tilesim.hw.offline import clang_command, compile_hip
+from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.numerics import quantize
 from tilesim.targets import get_target
 
 __all__ = ["KernArg", "CodeObject", "build_code_object", "kernarg_metadata", "pack_kernargs", "amd_device", "run_amd"]
@@ -135,9 +137,6 @@ def run_amd(em: Emitted, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     if not ok:
         raise DeviceError(why)
     from hip import hip
-
-    from tilesim.matrix.dtypes import decode, dtype, encode
-    from tilesim.matrix.numerics import quantize
 
     co = build_code_object(em)
 

@@ -52,6 +52,8 @@ from tilesim.errors import VerifyError, choices
 from tilesim.ir.ops import INT_MAX, KINDS, OP_KINDS, OpError, check_attrs, valid_name
 from tilesim.layouts.layout import Layout
 from tilesim.layouts.render import from_json, to_json
+from tilesim.matrix.dtypes import DTYPES
+from tilesim.targets import get_target
 
 __all__ = ["Value", "Op", "Block", "TensorParam", "Program", "OP_KINDS", "LdsLayout", "KernelOrigin"]
 
@@ -361,8 +363,6 @@ def _validate(prog: Program) -> None:
     (Which modifiers an instruction takes is the catalog's to say when the program is checked or
     simulated: a port re-specialises with one set and then writes the other.) Attributes on their own were checked when
     each op was made (``Op.__post_init__``, from the op table)."""
-    from tilesim.matrix.dtypes import DTYPES
-
     def positive(x: Any) -> bool:
         return isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= INT_MAX
 
@@ -373,8 +373,6 @@ def _validate(prog: Program) -> None:
     if not valid_name(prog.name) or not isinstance(prog.target, str) or not valid_name(prog.target):
         raise VerifyError(f"program name and target must be text without lone surrogates; got "
                           f"{ascii(prog.name)[:80]}, {ascii(prog.target)[:40]}")
-    from tilesim.targets import get_target
-
     get_target(prog.target)  # TargetError naming the targets
     if not isinstance(prog.grid, tuple) or not 1 <= len(prog.grid) <= 3:
         raise VerifyError(f"the grid has 1 to 3 dimensions (x, y, z); got {ascii(prog.grid)[:80]}")

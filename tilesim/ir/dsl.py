@@ -36,6 +36,7 @@ import functools
 import inspect
 import operator
 import sys
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,6 +250,11 @@ class Tensor:
         return _TensorType(item[0], tuple(item[1:]))
 
 
+# What a string annotation may name as ``ts.``/``tilesim.`` when the kernel's module did not bind the
+# package under that name (the IR layer does not import the top-level package).
+_ANNOTATION_NAMES = types.SimpleNamespace(Tensor=Tensor)
+
+
 # ---------------------------------------------------------------------------- kernel
 class Kernel:
     def __init__(self, fn: Callable[..., Any]) -> None:
@@ -261,9 +267,10 @@ class Kernel:
         for p in sig.parameters.values():
             ann = p.annotation
             if isinstance(ann, str):  # `from __future__ import annotations`: annotations are strings
-                import tilesim
-
-                env = {**fn.__globals__, "ts": tilesim, "tilesim": tilesim, "Tensor": Tensor}
+                env = {**fn.__globals__, "Tensor": Tensor}
+                for alias in ("ts", "tilesim"):  # the package as the user imported it, else its Tensor alone
+                    if getattr(env.get(alias), "Tensor", None) is not Tensor:
+                        env[alias] = _ANNOTATION_NAMES
                 try:
                     ann = eval(ann, env)  # noqa: S307 - the user's own annotation
                 except Exception as e:

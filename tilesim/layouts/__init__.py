@@ -4,9 +4,8 @@ Pure layout algebra only; framework integrations (Gluon specs, TileLang index ma
 live in :mod:`tilesim.frameworks`, above the catalog."""
 
 from tilesim.layouts.expr import IndexExpr, Term, expressions
-from tilesim.layouts.algebra import compose, product
 from tilesim.layouts.compare import compare_layouts
-from tilesim.layouts.layout import Dims, Layout, Location
+from tilesim.layouts.layout import Dims, Layout, Location, compose, product
 from tilesim.layouts.render import FORMATS, from_json, render, render_matrix, render_registers, to_csv, to_json
 
 __all__ = [

@@ -1,21 +1,26 @@
-"""Layout algebra: relational composition and the (mixed-radix) product of layouts."""
+"""Layout algebra on the stored relation: relational composition and the (mixed-radix) product.
+
+These work on the pair arrays a :class:`~tilesim.layouts.layout.Layout` stores, so ``layout.py``
+builds its ``compose``/``product`` (and ``Layout.then``, ``a * b``) on them without this module
+knowing the ``Layout`` class: the dependency points one way.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tilesim.errors import LayoutError
-from tilesim.layouts.layout import Dims, Layout
+__all__ = ["compose_keys", "product_pairs"]
 
-__all__ = ["compose", "product"]
+Dims = tuple[tuple[str, int], ...]
 
 
-def compose(outer: Layout, inner: Layout) -> Layout:
-    """``outer ∘ inner``: apply ``inner`` first. Relational, so replication and broadcast compose too."""
-    if inner.out_dims != outer.in_dims:
-        raise LayoutError(f"cannot compose: inner gives {dict(inner.out_dims)}, outer takes {dict(outer.in_dims)}")
-    ih, ig = inner._flat
-    oh, og = outer._flat
+def compose_keys(inner: tuple[np.ndarray, np.ndarray], outer: tuple[np.ndarray, np.ndarray],
+                 outer_out_size: int) -> np.ndarray:
+    """Sorted keys ``hw * outer_out_size + logical`` of ``outer ∘ inner`` from the two layouts'
+    flat (hardware, logical) pairs (``outer``'s sorted by hardware). Relational: an intermediate
+    point with several images (replication, broadcast) contributes every pair."""
+    ih, ig = inner
+    oh, og = outer
     lo = np.searchsorted(oh, ig)
     hi = np.searchsorted(oh, ig, side="right")
     reps = hi - lo
@@ -23,8 +28,7 @@ def compose(outer: Layout, inner: Layout) -> Layout:
     starts = np.repeat(lo, reps)
     offs = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
     dst = og[starts + offs]
-    keys = np.unique(src * outer.out_size + dst)
-    return Layout(inner.in_dims, outer.out_dims, keys.astype(np.int64).tobytes(), outer.elem_bits)
+    return np.unique(src * outer_out_size + dst).astype(np.int64)
 
 
 def _merge_dims(a: Dims, b: Dims) -> tuple[Dims, list[int], list[int], list[int]]:
@@ -37,16 +41,16 @@ def _merge_dims(a: Dims, b: Dims) -> tuple[Dims, list[int], list[int], list[int]
     return merged, ia, ib, [da.get(n, 1) for n in names]
 
 
-def product(a: Layout, b: Layout) -> Layout:
-    """Tile ``b`` over ``a``: dims with one name concatenate (``a`` varies fastest).
-
-    For power-of-two dims this is Triton's ``LinearLayout`` product; for others it is the
-    mixed-radix product ``i = i_a + size_a * i_b``. Associative: ``(a*b)*c == a*(b*c)``.
-    """
-    ind, ia_in, ib_in, a_in_sizes = _merge_dims(a.in_dims, b.in_dims)
-    outd, ia_out, ib_out, a_out_sizes = _merge_dims(a.out_dims, b.out_dims)
-    ah, ag = a.pairs()
-    bh, bg = b.pairs()
+def product_pairs(
+    a_dims: tuple[Dims, Dims], a_pairs: tuple[np.ndarray, np.ndarray],
+    b_dims: tuple[Dims, Dims], b_pairs: tuple[np.ndarray, np.ndarray],
+) -> tuple[Dims, Dims, np.ndarray, np.ndarray]:
+    """(in dims, out dims, hardware coords, logical coords) of ``b`` tiled over ``a``: dims with
+    one name concatenate (``a`` varies fastest); coordinates are per-dim (``Layout.pairs()``)."""
+    ind, ia_in, ib_in, a_in_sizes = _merge_dims(a_dims[0], b_dims[0])
+    outd, ia_out, ib_out, a_out_sizes = _merge_dims(a_dims[1], b_dims[1])
+    ah, ag = a_pairs
+    bh, bg = b_pairs
     na, nb = ah.shape[0], bh.shape[0]
 
     def combine(xa: np.ndarray, ia: list[int], xb: np.ndarray, ib: list[int], sizes: list[int], nd: int) -> np.ndarray:
@@ -55,11 +59,5 @@ def product(a: Layout, b: Layout) -> Layout:
         out[:, ib] += np.tile(xb, (na, 1)) * np.asarray(sizes, np.int64)[ib]
         return out
 
-    bits = a.elem_bits if a.elem_bits == b.elem_bits else None
-    return Layout.from_pairs(
-        ind,
-        outd,
-        combine(ah, ia_in, bh, ib_in, a_in_sizes, len(ind)),
-        combine(ag, ia_out, bg, ib_out, a_out_sizes, len(outd)),
-        elem_bits=bits,
-    )
+    return (ind, outd, combine(ah, ia_in, bh, ib_in, a_in_sizes, len(ind)),
+            combine(ag, ia_out, bg, ib_out, a_out_sizes, len(outd)))

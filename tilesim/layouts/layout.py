@@ -41,8 +41,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tilesim.errors import LayoutError
+from tilesim.layouts.algebra import compose_keys, product_pairs
 
-__all__ = ["Layout", "Location", "Dims"]
+__all__ = ["Layout", "Location", "Dims", "compose", "product"]
 
 Dims = tuple[tuple[str, int], ...]
 
@@ -484,14 +485,10 @@ class Layout:
 
     def then(self, other: Layout) -> Layout:
         """Relational composition ``x -> other(self(x))``; ``self.out_dims`` must be ``other.in_dims``."""
-        from tilesim.layouts.algebra import compose
-
         return compose(other, self)
 
     def __mul__(self, other: Layout) -> Layout:
-        """``a * b``: :func:`tilesim.layouts.algebra.product`."""
-        from tilesim.layouts.algebra import product
-
+        """``a * b``: :func:`product`."""
         return product(self, other)
 
     def rename(self, **names: str) -> Layout:
@@ -560,3 +557,22 @@ class Layout:
         if self.elem_bits is None or "slot" not in self.in_names:
             raise LayoutError("registers_per_lane() needs a slot dim and elem_bits")
         return -(-dict(self.in_dims)["slot"] * self.elem_bits // 32)
+
+
+def compose(outer: Layout, inner: Layout) -> Layout:
+    """``outer ∘ inner``: apply ``inner`` first. Relational, so replication and broadcast compose too."""
+    if inner.out_dims != outer.in_dims:
+        raise LayoutError(f"cannot compose: inner gives {dict(inner.out_dims)}, outer takes {dict(outer.in_dims)}")
+    keys = compose_keys(inner._flat, outer._flat, outer.out_size)
+    return Layout(inner.in_dims, outer.out_dims, keys.tobytes(), outer.elem_bits)
+
+
+def product(a: Layout, b: Layout) -> Layout:
+    """Tile ``b`` over ``a``: dims with one name concatenate (``a`` varies fastest).
+
+    For power-of-two dims this is Triton's ``LinearLayout`` product; for others it is the
+    mixed-radix product ``i = i_a + size_a * i_b``. Associative: ``(a*b)*c == a*(b*c)``.
+    """
+    ind, outd, hw, lg = product_pairs((a.in_dims, a.out_dims), a.pairs(), (b.in_dims, b.out_dims), b.pairs())
+    bits = a.elem_bits if a.elem_bits == b.elem_bits else None
+    return Layout.from_pairs(ind, outd, hw, lg, elem_bits=bits)

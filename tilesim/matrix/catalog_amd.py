@@ -14,7 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from tilesim.matrix.geometry import AccGeometry, InputGeometry
+from tilesim.targets import family_targets
+
+from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.geometry import AccGeometry, FormatGeometry, InputGeometry
 from tilesim.matrix.instruction import Builtin, MatrixInstruction, Modifier
 
 __all__ = ["AMD_ROWS", "parse_clang_type"]
@@ -29,18 +32,11 @@ ISA = {
     "rdna4": "AMD RDNA4 ISA §7.9 (WMMA/SWMMAC)",
     "gfx1250": "LLVM gfx1250 WMMA tests + Composable Kernel / Triton WMMA v3 layouts (CDNA5 ISA not yet read)",
 }
-TARGETS = {
-    "cdna1": ("gfx908",),
-    "cdna2": ("gfx90a",),
-    "cdna3": ("gfx940", "gfx941", "gfx942"),
-    "cdna4": ("gfx950",),
-    "rdna3": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
-    "rdna4": ("gfx1200", "gfx1201"),
-    "gfx1250": ("gfx1250",),
-}
 
-_BITS = {"f64": 64, "f32": 32, "xf32": 32, "f16": 16, "bf16": 16, "i8": 8, "u8": 8, "i4": 4, "u4": 4,
-         "fp8_fnuz": 8, "bf8_fnuz": 8, "fp8_ocp": 8, "bf8_ocp": 8, "fp6": 6, "bf6": 6, "fp4": 4, "i32": 32}
+
+def _bits(t: str) -> int:
+    """Bits one element of type ``t`` occupies in registers (xf32: 32)."""
+    return dtype(t).reg_bits
 
 _IU = {"i8": "u8", "i4": "u4"}  # RDNA iu8/iu4: unsigned unless the NEG bits say signed
 FP8_PAIRS = [(a, b) for a in ("fp8", "bf8") for b in ("fp8", "bf8")]  # the A x B fp8 variants of a shape
@@ -123,7 +119,7 @@ def _mfma(
     b = b or a
     n = m
     lanes = 64
-    abits, bbits, cbits = _BITS[a], _BITS[b], _BITS[c]
+    abits, bbits, cbits = _bits(a), _bits(b), _bits(c)
     f64 = c == "f64"
     per_lane = k * blocks * m // lanes  # k elements of one row per lane
     if sparse:
@@ -155,7 +151,7 @@ def _mfma(
         mnemonic=name,
         kind="smfmac" if sparse else "mfma",
         family=family,
-        targets=TARGETS[family],
+        targets=family_targets(family),
         m=m, n=n, k=k, blocks=blocks,
         types=(a, b, c, c),
         wave_sizes=(64,),
@@ -268,7 +264,7 @@ def _cdna3_new(family: str, fp8: str) -> list[MatrixInstruction]:
             sparse.append((f"v_smfmac_f32_{shape}_{an}_{bn}", m, k, (at, bt), "f32", cyc, sig))
     for name, m, k, a, c, cyc, sig in sparse:
         at, bt = a if isinstance(a, tuple) else (a, a)
-        rows.append(_mfma(family, name, m, k, 1, at, c, cyc, b=bt, sig=sig, sparse=True, mods=SMFMAC_MODS[_BITS[at]]))
+        rows.append(_mfma(family, name, m, k, 1, at, c, cyc, b=bt, sig=sig, sparse=True, mods=SMFMAC_MODS[_bits(at)]))
     return rows
 
 
@@ -331,8 +327,9 @@ def _f8f6f4() -> list[MatrixInstruction]:
             name = f"v_mfma_{'scale_' if scaled else ''}f32_{shape}_f8f6f4"
             base = _mfma("cdna4", name, m, k, 1, "fp8_ocp", "f32", cyc)
             geo = dict(dict(base.geometry)[64])
-            for op in ("A", "B"):
-                geo[op] = ("f8f6f4", op)
+            for op, mod in (("A", "cbsz"), ("B", "blgp")):
+                geo[op] = (FormatGeometry(mod, tuple((code, F8F6F4_FORMATS[code], *f8f6f4_geometry(m, code),
+                                                      F8F6F4_VGPRS[code]) for code in F8F6F4_FORMATS)), 8)
             sig = ("V4fV8ZiV8ZiV4fIiIiIiiIii" if m == 16 else "V16fV8ZiV8ZiV16fIiIiIiiIii")
             fmt = tuple(F8F6F4_FORMATS)
             rows.append(replace(
@@ -359,7 +356,7 @@ F8F6F4_VGPRS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
 def f8f6f4_geometry(m: int, fmt: int) -> tuple[InputGeometry, int]:
     """A/B geometry of gfx950 f8f6f4 for format code ``fmt`` (0-4)."""
     t = F8F6F4_FORMATS[fmt]
-    bits = _BITS[t]
+    bits = _bits(t)
     groups = 64 // m
     if bits == 8:  # two 16-k chunks per lane, one from each half of K
         return InputGeometry(m, groups, 16, 64, 32), bits
@@ -390,7 +387,7 @@ def _wmma(
         mnemonic=name,
         kind="swmmac" if sparse else "wmma",
         family=family,
-        targets=TARGETS[family],
+        targets=family_targets(family),
         m=m, n=16, k=k, blocks=1,
         types=(a, b or a, c, d or c),
         wave_sizes=waves,
@@ -422,7 +419,7 @@ def _rdna3() -> list[MatrixInstruction]:
         ("v_wmma_i32_16x16x16_iu8", "i8", "i32", "V8iIbV4iIbV4iV8iIb", "V4iIbV4iIbV4iV4iIb"),
         ("v_wmma_i32_16x16x16_iu4", "i4", "i32", "V8iIbV2iIbV2iV8iIb", "V4iIbV2iIbV2iV4iIb"),
     ]:
-        ab, cb = _BITS[a], _BITS[c]
+        ab, cb = _bits(a), _bits(c)
         geo, regs = {}, {}
         for lanes in (32, 64):
             copies = tuple(range(0, lanes, 16))
@@ -490,7 +487,7 @@ def _rdna4() -> list[MatrixInstruction]:
               for an, bn in FP8_PAIRS]
     for name, k, a, c, cyc, s32, s64 in dense:
         at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (a, a)
-        ab, cb = _BITS[at], _BITS[c]
+        ab, cb = _bits(at), _bits(c)
         geo, regs = {}, {}
         for lanes in (32, 64):
             inp = _g(_RDNA4_DENSE, ab, k, lanes)
@@ -523,7 +520,7 @@ def _rdna4_sparse() -> list[MatrixInstruction]:
                for an, bn in FP8_PAIRS]
     for name, k, a, c, cyc, s32, s64 in sparse:
         at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (_IU.get(a, a),) * 2
-        ab, cb = _BITS[at], _BITS[c]
+        ab, cb = _bits(at), _bits(c)
         geo, regs = {}, {}
         for lanes in (32, 64):
             ga = _g(_RDNA4_SPARSE_A, ab, k, lanes, unit=4)
@@ -564,7 +561,7 @@ def _gfx1250() -> list[MatrixInstruction]:
                       for an, bn in FP8_PAIRS]
     for name, k, a, c, d, kl, sig in specs:
         at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (a, a)
-        ab, cb, db = _BITS[at], _BITS[c], _BITS[d]
+        ab, cb, db = _bits(at), _bits(c), _bits(d)
         per_lane = 16 * k // 32
         inp = InputGeometry(16, 2, kl, 32, per_lane)
         acc_c = AccGeometry(16, 2, 8, 32, 8)

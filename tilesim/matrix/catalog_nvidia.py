@@ -13,14 +13,16 @@ from collections.abc import Callable
 import numpy as np
 
 from tilesim.layouts.layout import Layout
+from tilesim.targets import feature_targets, get_target
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import Builtin, MatrixInstruction
 
 __all__ = ["NVIDIA_ROWS"]
 
 _PTX = "PTX ISA 8.5 §9.7.14.5.{sec} (mma.{shape} fragment figures)"
-_SM80 = ("sm_80", "sm_86", "sm_89", "sm_90")
-_SM89 = ("sm_89", "sm_90")
+# Which targets run a row is the target table's answer (its mma_sync features), never a list here.
+_ALL_MMA = "mma_sync"
+_FP8_MMA = "mma_sync_fp8"
 
 Frag = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -113,7 +115,7 @@ def _mma(
     b: tuple[Frag, int],
     c: tuple[Frag, int],
     *,
-    targets: tuple[str, ...] = _SM80,
+    feature: str = _ALL_MMA,
     sec: str = "8",
     ptx_types: str,
     btype: str | None = None,
@@ -128,10 +130,13 @@ def _mma(
     regs = {op: -(-slots * dtype(t).reg_bits // 32) for op, slots, t in
             (("A", a[1], atype), ("B", b[1], btype), ("C", c[1], ctype), ("D", c[1], ctype))}
     mnemonic = f"mma.sync.aligned.{shape}.row.col.{ptx_types}"
+    # mma.sync is the same on every later architecture, so one row serves them all; its family
+    # is the first family (in the target table) that has the instruction.
+    targets = feature_targets(feature)
     return MatrixInstruction(
         mnemonic=mnemonic,
         kind="mma_sync",
-        family="sm80",
+        family=get_target(targets[0]).family,
         targets=targets,
         m=m,
         n=n,
@@ -158,8 +163,8 @@ NVIDIA_ROWS: list[MatrixInstruction] = [
     _mma("m16n8k32", "i8", "i32", (_a_k32_8b, 16), (_b_k32_8b, 8), (_acc16x8, 4), ptx_types="s32.s8.s8.s32"),
     _mma("m16n8k32", "u8", "i32", (_a_k32_8b, 16), (_b_k32_8b, 8), (_acc16x8, 4), ptx_types="s32.u8.u8.s32"),
     _mma("m8n8k4", "f64", "f64", (_a_f64, 1), (_b_f64, 1), (_c_f64, 2), ptx_types="f64.f64.f64.f64"),
-    _mma("m16n8k32", "fp8_ocp", "f32", (_a_k32_8b, 16), (_b_k32_8b, 8), (_acc16x8, 4), targets=_SM89,
+    _mma("m16n8k32", "fp8_ocp", "f32", (_a_k32_8b, 16), (_b_k32_8b, 8), (_acc16x8, 4), feature=_FP8_MMA,
          ptx_types="f32.e4m3.e4m3.f32"),
-    _mma("m16n8k32", "bf8_ocp", "f32", (_a_k32_8b, 16), (_b_k32_8b, 8), (_acc16x8, 4), targets=_SM89,
+    _mma("m16n8k32", "bf8_ocp", "f32", (_a_k32_8b, 16), (_b_k32_8b, 8), (_acc16x8, 4), feature=_FP8_MMA,
          ptx_types="f32.e5m2.e5m2.f32"),
 ]

@@ -39,7 +39,32 @@ import numpy as np
 
 from tilesim.layouts.layout import Layout
 
-__all__ = ["InputGeometry", "AccGeometry", "input_layout", "acc_layout", "BLGP_SOURCE"]
+__all__ = ["InputGeometry", "AccGeometry", "FormatGeometry", "input_layout", "acc_layout", "BLGP_SOURCE"]
+
+
+@dataclass(frozen=True)
+class FormatGeometry:
+    """An input operand whose element format a modifier picks (gfx950 f8f6f4: CBSZ for A, BLGP for B).
+
+    One entry per legal format code: the element type, its :class:`InputGeometry` and element bits,
+    and the VGPRs per lane the operand tuple takes in that format.
+    """
+
+    modifier: str  # the modifier field that picks the format ("cbsz" | "blgp")
+    formats: tuple[tuple[int, str, InputGeometry, int, int], ...]  # (code, dtype, geometry, bits, vgprs)
+
+    def _entry(self, code: int) -> tuple[int, str, InputGeometry, int, int]:
+        return next(f for f in self.formats if f[0] == code)
+
+    def dtype(self, code: int) -> str:
+        return self._entry(code)[1]
+
+    def geometry(self, code: int) -> tuple[InputGeometry, int]:
+        _, _, geo, bits, _ = self._entry(code)
+        return geo, bits
+
+    def vgprs(self, code: int) -> int:
+        return self._entry(code)[4]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ code generator, the docs and the pictures all read the same row.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -16,12 +16,21 @@ import numpy as np
 from tilesim.errors import ModifierError, choices
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.dtypes import DType, dtype
-from tilesim.matrix.geometry import BLGP_SOURCE, AccGeometry, InputGeometry, acc_layout, input_layout
+from tilesim.matrix.geometry import BLGP_SOURCE, AccGeometry, FormatGeometry, InputGeometry, acc_layout, input_layout
 
-__all__ = ["MatrixInstruction", "Modifier", "Builtin", "OPERANDS"]
+__all__ = ["MatrixInstruction", "Modifier", "Builtin", "OPERANDS", "LAYOUT_MODIFIERS"]
 
 OPERANDS = ("A", "B", "C", "D", "K")
 
+Geometry = InputGeometry | AccGeometry | FormatGeometry
+# An operand's recipe: a geometry with the element bits (AMD), or a function that builds the layout
+# from the modifiers (NVIDIA fragments, written hardware -> logical as the PTX figures state them).
+Recipe = tuple[Geometry, int] | Callable[..., Layout]
+
+
+# The modifier fields that can move data between registers (the arguments of ``layout()``);
+# ``neg``/``neg_hi`` act on values only.
+LAYOUT_MODIFIERS = ("cbsz", "abid", "blgp", "opsel")
 
 MODIFIER_KINDS = ("broadcast", "lane_pattern", "negate", "index_set", "half_select", "format", "signedness")
 
@@ -84,7 +93,7 @@ class MatrixInstruction:
     blocks: int
     types: tuple[str, str, str, str]  # A, B, C, D element types
     wave_sizes: tuple[int, ...]
-    geometry: tuple[tuple[int, tuple[tuple[str, object], ...]], ...]  # wave -> operand -> recipe
+    geometry: tuple[tuple[int, tuple[tuple[str, Recipe], ...]], ...]  # wave -> operand -> recipe
     registers: tuple[tuple[int, tuple[tuple[str, int], ...]], ...]  # wave -> operand -> VGPRs/lane
     cycles: int | None
     modifiers: tuple[Modifier, ...]
@@ -175,9 +184,18 @@ class MatrixInstruction:
         self._check_mods(op, cbsz, abid, blgp, opsel)
         return _layout_cached(self, op, wave, cbsz, abid, blgp, opsel)
 
-    def recipe(self, operand: str, wave_size: int | None = None) -> object:
-        geo: Mapping[str, object] = dict(dict(self.geometry)[self._wave(wave_size)])
-        return geo[operand]
+    def operand_layouts(self, wave_size: int | None, modifiers: Mapping[str, int]) -> dict[str, Layout]:
+        """The layout of every operand (A, B, C read, D written; K for sparse rows) under an op's
+        modifiers: the layout-moving ones (:data:`LAYOUT_MODIFIERS`) are applied, value-only ones
+        (``neg``/``neg_hi``) are left to the numerics. The simulator and the fused loop both read this."""
+        moving = {k: v for k, v in modifiers.items() if k in LAYOUT_MODIFIERS}
+        return {op: self.layout(op, wave_size=wave_size, **moving) for op in self.operands}
+
+    def recipe(self, operand: str, wave_size: int | None = None) -> Geometry | None:
+        """The geometry recipe of ``operand`` (AMD rows); None where the row carries a fragment
+        function instead (NVIDIA)."""
+        entry = dict(dict(self.geometry)[self._wave(wave_size)])[operand]
+        return None if callable(entry) else entry[0]
 
 
 def _kind(ins: MatrixInstruction, name: str) -> str | None:
@@ -203,11 +221,9 @@ def _layout_cached(ins: MatrixInstruction, op: str, wave: int, cbsz: int, abid: 
     if callable(entry):  # NVIDIA fragments are written hardware -> logical
         return entry(cbsz=cbsz, abid=abid, blgp=blgp, opsel=opsel)
     recipe, bits = entry
-    if recipe == "f8f6f4":  # gfx950: CBSZ (A) / BLGP (B) pick the element format, not a broadcast
-        from tilesim.matrix.catalog_amd import f8f6f4_geometry
-
-        recipe, bits = f8f6f4_geometry(ins.m, cbsz if op == "A" else blgp)
-        return input_layout(recipe, ins.m, ins.k, 1, bits, transpose=(op == "B"))
+    if isinstance(recipe, FormatGeometry):  # gfx950: CBSZ (A) / BLGP (B) pick the element format
+        geo_fmt, bits = recipe.geometry(cbsz if recipe.modifier == "cbsz" else blgp)
+        return input_layout(geo_fmt, ins.m, ins.k, 1, bits, transpose=(op == "B"))
     if isinstance(recipe, InputGeometry):
         lane_source = block_source = None
         if op == "A" and cbsz and _kind(ins, "cbsz") == "broadcast":

@@ -22,6 +22,7 @@ import numpy as np
 
 from tilesim.errors import ModifierError
 from tilesim.matrix.dtypes import DType, decode, dtype, encode
+from tilesim.matrix.geometry import FormatGeometry
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.numerics import execute_logical
 
@@ -38,11 +39,9 @@ class Unpacked:
 
 def _operand_type(ins: MatrixInstruction, op: str, mods: dict[str, int]) -> DType:
     if op in "AB":
-        fmt = ins.modifier("cbsz" if op == "A" else "blgp")
-        if fmt is not None and fmt.kind == "format":
-            from tilesim.matrix.catalog_amd import F8F6F4_FORMATS
-
-            return dtype(F8F6F4_FORMATS[mods.get("cbsz" if op == "A" else "blgp", 0)])
+        recipe = ins.recipe(op, ins.wave_sizes[0])
+        if isinstance(recipe, FormatGeometry):
+            return dtype(recipe.dtype(mods.get(recipe.modifier, 0)))
     return dtype(ins.types["ABCD".index(op)])
 
 

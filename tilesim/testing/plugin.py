@@ -21,6 +21,9 @@ from typing import NamedTuple
 
 import pytest
 
+from tilesim.hw.amd import amd_device
+from tilesim.hw.nvidia import cuda_device
+
 __all__ = ["DEVICE_CHOICES", "MARKER", "GpuDevice"]
 
 DEVICE_CHOICES = ("auto", "none", "cuda", "amd")
@@ -56,13 +59,9 @@ def _probe(config: pytest.Config, vendor: str) -> tuple[bool, str]:
     found = config.stash.setdefault(_FOUND, {})
     if vendor not in found:
         if vendor == "cuda":
-            from tilesim.hw.nvidia import cuda_device
-
             cc, desc = cuda_device()
             found[vendor] = (cc is not None, f"{desc} (sm_{cc})" if cc is not None else desc)
         else:
-            from tilesim.hw.amd import amd_device
-
             found[vendor] = amd_device()
     return found[vendor]
 

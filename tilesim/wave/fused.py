@@ -24,20 +24,48 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-from tilesim.ir.core import Op, Value
+from tilesim.ir.core import Op, Program, Value
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype
 from tilesim.wave.codec import Codec, codec
 from tilesim.wave.kernels import HAVE_NUMBA, mma_chain
 
-if TYPE_CHECKING:
-    from tilesim.wave.sim import _Sim
+__all__ = ["LoopHost", "run_fused_loop"]
 
-__all__ = ["run_fused_loop"]
+
+class LoopHost(Protocol):
+    """The simulator state a fused loop reads and updates (tilesim/wave/sim.py implements it).
+
+    A public interface, so the fused path and the simulator do not import each other: the state
+    (program, tensors, register and scalar images, report) and the memory helpers the
+    step-by-step loads use, which a fused loop must use identically.
+    """
+
+    p: Program
+    exact: bool
+    G: int  # waves in the launch
+    L: int  # wave size
+    active: np.ndarray
+    tensors: dict[str, np.ndarray]
+    regs: dict[int, np.ndarray]
+    scal: dict[int, np.ndarray]
+    vals: dict[int, Value]
+    trace: dict[int, list[np.ndarray]]
+    memo: dict[Any, Any]
+    rep: Any  # the run's Report: op counts
+
+    def scalar(self, a: Any) -> np.ndarray: ...
+    def codec_of(self, v: Value) -> Codec: ...
+    def bits_of(self, name: str, dt: Any) -> np.ndarray: ...
+    def offsets(self, name: str, c: Codec, transpose: bool) -> tuple[np.ndarray, tuple[int, int, int, int]]: ...
+    def in_bounds(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, transpose: bool) -> bool: ...
+    def count_transactions(self, name: str, c: Codec, base: np.ndarray, transpose: bool) -> None: ...
+    def op_const(self, op: Op) -> None: ...
+    def op_binop(self, op: Op) -> None: ...
 
 _SCALAR_OPS = ("const", "binop")
 
@@ -69,7 +97,7 @@ def _lut(dt_name: str, width: int) -> np.ndarray:
     return lut
 
 
-def _values(sim: _Sim, name: str, opnd: _Operand) -> np.ndarray:
+def _values(sim: LoopHost, name: str, opnd: _Operand) -> np.ndarray:
     """The tensor's elements as the instruction reads them, float64, flat. When the tensor, the load
     and the instruction agree on the type this is the tensor itself (its values are already that
     type's, so encoding and decoding them is the identity; a NaN makes the result NaN, which falls
@@ -77,10 +105,10 @@ def _values(sim: _Sim, name: str, opnd: _Operand) -> np.ndarray:
     t = sim.tensors[name]
     if sim.p.tensor(name).dtype == opnd.decl.dt.name == opnd.hw_dt:
         return t.reshape(-1)
-    return _lut(opnd.hw_dt, opnd.decl.width)[sim._bits_of(name, opnd.decl.dt)]
+    return _lut(opnd.hw_dt, opnd.decl.width)[sim.bits_of(name, opnd.decl.dt)]
 
 
-def _operand(sim: _Sim, load: Op, hw: Codec, tensor_dt: str) -> _Operand | None:
+def _operand(sim: LoopHost, load: Op, hw: Codec, tensor_dt: str) -> _Operand | None:
     decl = sim.codec_of(load.out)
     if hw.slots is None or decl.slots is None or decl._slot_plan[1] is None:
         return None
@@ -88,7 +116,7 @@ def _operand(sim: _Sim, load: Op, hw: Codec, tensor_dt: str) -> _Operand | None:
         return None
     if dtype(tensor_dt).reg_bits != decl.width:
         return None
-    off_decl = sim._offsets(load.attr("tensor"), decl, bool(load.attr("transpose")))[0]
+    off_decl = sim.offsets(load.attr("tensor"), decl, bool(load.attr("transpose")))[0]
     rec_of_slot = decl._slot_plan[1]
     slot_off = off_decl[rec_of_slot]  # tensor offset held in each slot of the image
     owned = hw.primary >= 0
@@ -99,7 +127,7 @@ def _operand(sim: _Sim, load: Op, hw: Codec, tensor_dt: str) -> _Operand | None:
     return _Operand(load, decl, off, hw.dt.name, (hw.rows, hw.cols))
 
 
-def _plan(sim: _Sim, loop: Op) -> _Plan | None:
+def _plan(sim: LoopHost, loop: Op) -> _Plan | None:
     body = loop.attr("body").ops
     carried = loop.attr("carried") or ()
     if len(carried) != 1 or carried[0][0].kind != "frag":
@@ -125,11 +153,9 @@ def _plan(sim: _Sim, loop: Op) -> _Plan | None:
     ta, tb, tc, td = (dtype(t) for t in row.types)
     if ta.kind in ("int", "uint") or tb.kind in ("int", "uint") or tc.name != "f32" or td.name != "f32":
         return None
-    lay_mods = {k: v for k, v in mods.items() if k in ("cbsz", "abid", "blgp", "opsel")}
-    regs = row.registers_for(sim.L)
-    hw = {n: codec(row.layout(n, wave_size=sim.L, **lay_mods), row.types["ABCD".index(n)], regs[n]) for n in "ABC"}
-    hw_d = codec(row.layout("D", wave_size=sim.L, **{k: v for k, v in lay_mods.items() if k == "opsel"}),
-                 row.types[3], regs["D"])
+    lays, regs = row.operand_layouts(sim.L, mods), row.registers_for(sim.L)
+    hw = {n: codec(lays[n], row.types["ABCD".index(n)], regs[n]) for n in "ABC"}
+    hw_d = codec(lays["D"], row.types[3], regs["D"])
     hw_c = hw["C"]
     if (hw_c.slots is None or hw_c._slot_plan[1] is None or not np.array_equal(hw_c.rec, hw_d.rec)
             or hw_c.nregs != hw_d.nregs or (hw_c.primary < 0).any() or sim.codec_of(init).nregs != hw_c.nregs):
@@ -144,7 +170,7 @@ def _plan(sim: _Sim, loop: Op) -> _Plan | None:
     return _Plan(mma, a, b, hw_c, hw_d, init, tuple(op for op in body if op.kind in _SCALAR_OPS))
 
 
-def run_fused_loop(sim: _Sim, loop: Op, iters: list[int]) -> int:
+def run_fused_loop(sim: LoopHost, loop: Op, iters: list[int]) -> int:
     """Run ``iters[:-1]`` of ``loop`` fused when the loop and the data allow it; returns how many
     iterations ran (0: none, the caller runs them all step by step)."""
     if not HAVE_NUMBA or sim.exact or len(iters) < 3 or not sim.active.all() or os.environ.get("TILESIM_NO_FUSE"):
@@ -168,7 +194,7 @@ def run_fused_loop(sim: _Sim, loop: Op, iters: list[int]) -> int:
             ld = opnd.load
             name, tr = ld.attr("tensor"), bool(ld.attr("transpose"))
             row0, col0 = sim.scalar(ld.args[0]), sim.scalar(ld.args[1])
-            if not sim._in_bounds(name, opnd.decl, row0, col0, tr):
+            if not sim.in_bounds(name, opnd.decl, row0, col0, tr):
                 return 0
             bases[ld.out.id][t] = row0 * sim.tensors[name].shape[1] + col0
     c_regs = sim.regs[plan.init.id]
@@ -187,7 +213,7 @@ def run_fused_loop(sim: _Sim, loop: Op, iters: list[int]) -> int:
         sim.rep.ops[op.kind] += T
     for opnd in (plan.a, plan.b):
         ld = opnd.load
-        sim._transactions(ld.attr("tensor"), opnd.decl, bases[ld.out.id], bool(ld.attr("transpose")))
+        sim.count_transactions(ld.attr("tensor"), opnd.decl, bases[ld.out.id], bool(ld.attr("transpose")))
     regs = plan.hw_d.from_tile(acc)
     sim.regs[plan.init.id] = regs
     sim.regs[plan.mma.out.id] = regs

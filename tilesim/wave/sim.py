@@ -222,7 +222,7 @@ class _Sim:
             self.rep.global_ideal_transactions += int(self.active.sum()) * math.ceil(int(sel.sum()) * eb / _SEG)
         return np.where(ok, r, 0), np.where(ok, q, 0), ok
 
-    def _offsets(self, name: str, c: Codec, transpose: bool) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    def offsets(self, name: str, c: Codec, transpose: bool) -> tuple[np.ndarray, tuple[int, int, int, int]]:
         """Flat element offset of every record from the window's origin, and the records' row and
         column extent (min row, max row, min col, max col), for a row-major tensor."""
         cols = self.tensors[name].shape[1]
@@ -233,20 +233,20 @@ class _Sim:
             c.memo[key] = (rr * cols + cc, (int(rr.min()), int(rr.max()), int(cc.min()), int(cc.max())))
         return c.memo[key]
 
-    def _in_bounds(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, transpose: bool) -> bool:
+    def in_bounds(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, transpose: bool) -> bool:
         """Whether every lane of every (workgroup, wave) accesses inside the tensor."""
         rows, cols = self.tensors[name].shape
-        rlo, rhi, clo, chi = self._offsets(name, c, transpose)[1]
+        rlo, rhi, clo, chi = self.offsets(name, c, transpose)[1]
         return bool(((row0 + rlo >= 0) & (row0 + rhi < rows) & (col0 + clo >= 0) & (col0 + chi < cols)).all())
 
-    def _transactions(self, name: str, c: Codec, base: np.ndarray, transpose: bool) -> None:
+    def count_transactions(self, name: str, c: Codec, base: np.ndarray, transpose: bool) -> None:
         """:meth:`_global_access`'s transaction counts for an all-in-bounds access whose window starts
         at flat element ``base[g]``. A lane's byte address is ``base*eb + off*eb``; adding a multiple of
         the segment size to every address of an instruction shifts its segments without changing how
         many distinct ones it touches, so the count depends only on ``base*eb % 64`` and is computed
         once per residue (exactly as the general path does) and reused."""
         eb = max(1, dtype(self.p.tensor(name).dtype).reg_bits // 8)
-        off = self._offsets(name, c, transpose)[0]
+        off = self.offsets(name, c, transpose)[0]
         memo = c.memo.setdefault(("transactions", self.tensors[name].shape[1], transpose, eb), {})
         sel = base[..., self.active]  # base: [G] for one access, or [steps, G] for several
         per_res = np.bincount((sel * eb % _SEG).reshape(-1), minlength=_SEG)
@@ -260,7 +260,7 @@ class _Sim:
             memo["ideal"] = sum(math.ceil(int((c.rec[:, 3] == v).sum()) * eb / _SEG) for v in np.unique(c.rec[:, 3]))
         self.rep.global_ideal_transactions += sel.size * memo["ideal"]
 
-    def _bits_of(self, name: str, dt: Any) -> np.ndarray:
+    def bits_of(self, name: str, dt: Any) -> np.ndarray:
         """The tensor's values encoded as ``dt`` (flat); kept until the tensor is stored to."""
         key = (name, dtype(dt).name)
         if key not in self.tensor_bits:
@@ -271,14 +271,14 @@ class _Sim:
         c = self.codec_of(op.out)
         name = op.attr("tensor")
         row0, col0, tr = self.scalar(op.args[0]), self.scalar(op.args[1]), bool(op.attr("transpose"))
-        if c.slots is not None and self._in_bounds(name, c, row0, col0, tr):
+        if c.slots is not None and self.in_bounds(name, c, row0, col0, tr):
             # every lane in bounds: gather the encoded bits straight into register slots (the same
             # bits as encoding the gathered values, which is elementwise)
             base = row0 * self.tensors[name].shape[1] + col0
-            self._transactions(name, c, base, tr)
-            off = self._offsets(name, c, tr)[0]
+            self.count_transactions(name, c, base, tr)
+            off = self.offsets(name, c, tr)[0]
             rec_of_slot = c._slot_plan[1]
-            bits = self._bits_of(name, c.dt)
+            bits = self.bits_of(name, c.dt)
             if rec_of_slot is not None:
                 self.set_frag(op.out, c.from_slots(gather_windows(bits, base, off[rec_of_slot])))
             else:
@@ -295,7 +295,7 @@ class _Sim:
         row0, col0, tr = self.scalar(op.args[1]), self.scalar(op.args[2]), bool(op.attr("transpose"))
         for key in [k for k in self.tensor_bits if k[0] == name]:
             del self.tensor_bits[key]
-        if self.active.all() and self._in_bounds(name, c, row0, col0, tr):
+        if self.active.all() and self.in_bounds(name, c, row0, col0, tr):
             self._store_fast(name, c, v, row0, col0, tr)
             return
         vals = quantize(c.decode(self.regs[v.id]), self.p.tensor(name).dtype)
@@ -322,8 +322,8 @@ class _Sim:
         The stored values are dropped before the counts and provenance are built (peak memory)."""
         t = self.tensors[name]
         base = row0 * t.shape[1] + col0
-        self._transactions(name, c, base, tr)
-        flat = (base[:, None] + self._offsets(name, c, tr)[0][None, :]).reshape(-1)
+        self.count_transactions(name, c, base, tr)
+        flat = (base[:, None] + self.offsets(name, c, tr)[0][None, :]).reshape(-1)
         t.reshape(-1)[flat] = quantize(c.decode(self.regs[v.id]), self.p.tensor(name).dtype).reshape(-1)
         counts = self.writes.setdefault(name, np.zeros(t.shape, np.int64))
         if "distinct" not in c.memo:
@@ -475,17 +475,13 @@ class _Sim:
         a_v, b_v, c_v = op.args
         row = lookup(op.attr("instr"), self.p.target)
         mods = dict(op.attr("modifiers") or ())
-        lay_mods = {k: v for k, v in mods.items() if k in ("cbsz", "abid", "blgp", "opsel")}
         neg, neg_hi = mods.get("neg", 0), mods.get("neg_hi", 0)
         check_neg(row, neg, neg_hi)
         dts, neg = signed_types(row, neg)  # iu8/iu4: NEG bit 0 = A signed, bit 1 = B signed
         types = [d.name for d in dts]
-        hws = {}
-        for name in "ABC":
-            lay = row.layout(name, wave_size=self.L, **lay_mods)
-            hws[name] = codec(lay, types["ABCD".index(name)], row.registers_for(self.L)[name])
-        hw_d = codec(row.layout("D", wave_size=self.L, **{k: v for k, v in lay_mods.items() if k == "opsel"}),
-                     row.types[3], row.registers_for(self.L)["D"])
+        lays, regs = row.operand_layouts(self.L, mods), row.registers_for(self.L)
+        hws = {name: codec(lays[name], types["ABCD".index(name)], regs[name]) for name in "ABC"}
+        hw_d = codec(lays["D"], row.types[3], regs["D"])
         td = dtype(row.types[3])
         # waves in chunks whose float64 tiles stay small (memory O(chunk), not O(waves)); every wave's
         # result depends on that wave alone, and the replication notes still name each operand's first bad copy
