@@ -499,16 +499,6 @@ def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     return "\n\n".join(out), code
 
 
-def _one_program(args: argparse.Namespace):
-    from tilesim.errors import TilesimError
-
-    progs, module = _load_programs(args.file, args.target)
-    if len(progs) > 1:
-        raise TilesimError(f"{args.file} has {len(progs)} programs for {args.target}; "
-                           "pick one by target or write a file with one")
-    return progs[0], module
-
-
 def _cmd_emit(args: argparse.Namespace) -> str:
     from tilesim.codegen import emit_hip
 

@@ -40,6 +40,7 @@ from tilesim.ir.ops import (
 from tilesim.layouts.expr import expressions
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
+from tilesim.matrix.catalog_nvidia import mma_sync_asm
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.probe import c_type
@@ -364,39 +365,31 @@ class _Gen:
         if bi is None:
             raise CodegenError(f"{row.mnemonic} has no clang builtin for wave{self.p.wave_size}")
         self.builtins.append(bi.name)
-        imms = _immediates(row, bi.args, mods)
-        args, k = [], 0
-        for tok in bi.args:
-            if tok.startswith("imm:"):
-                args.append(str(imms.pop(0)))
-                continue
+        unfed = bi.unfed(mods)  # the row says which modifier bits reach which immediate
+        if unfed:
+            raise CodegenError(f"modifiers {', '.join(unfed)} on {row.mnemonic} are not emitted yet "
+                               f"({bi.name} carries none of those bits)")
+        if len(bi.operand_types) != len(ops):
+            raise CodegenError(f"{row.mnemonic}: {bi.name} takes {len(bi.operand_types)} operands "
+                               f"({', '.join(bi.operand_types)}); a program passes A, B, C only (not emitted yet)")
+        args = []
+        for tok, x in zip(bi.operand_types, ops):
             ty, td = c_type(tok)
             if td:
                 self.vectors.add(td)
-            args.append(f"__builtin_bit_cast({ty}, {ops[k]})")
-            k += 1
+            args.append(f"__builtin_bit_cast({ty}, {x})")
         rty, td = c_type(bi.ret)
         if td:
             self.vectors.add(td)
         n = row.registers_for(self.p.wave_size)["D"]
-        return f"{out} = __builtin_bit_cast(ts_r{n}, {bi.name}({', '.join(args)}))"
+        return f"{out} = __builtin_bit_cast(ts_r{n}, {bi.call(args, mods)})"
 
     def _ptx_call(self, row: MatrixInstruction, ops: tuple[str, str, str], out: str, d: int) -> None:
-        regs = row.registers_for(32)
-        wide = row.types[0] == "f64"
-        if wide:
+        if row.types[0] == "f64":
             raise CodegenError("f64 mma.sync is not emitted yet")
-        na, nb, nc = regs["A"], regs["B"], regs["C"]
-        o = 0
-        groups = []
-        for n in (nc, na, nb, nc):
-            groups.append("{" + ", ".join(f"%{o + i}" for i in range(n)) + "}")
-            o += n
-        outs = ", ".join(f'"=r"({out}.r[{i}])' for i in range(nc))
-        ins = ", ".join([f'"r"({ops[0]}.r[{i}])' for i in range(na)] + [f'"r"({ops[1]}.r[{i}])' for i in range(nb)]
-                        + [f'"r"({ops[2]}.r[{i}])' for i in range(nc)])
+        text, outs, ins = mma_sync_asm(row, f"{out}.r", *(f"{x}.r" for x in ops))
         self.builtins.append(row.mnemonic)
-        self.emit(d, f'asm volatile("{row.mnemonic} {groups[0]}, {groups[1]}, {groups[2]}, {groups[3]};"')
+        self.emit(d, f"asm volatile({text}")
         self.emit(d, f"             : {outs}")
         self.emit(d, f"             : {ins});")
 
@@ -618,25 +611,6 @@ def _f32_literal(x: float) -> str:
     if np.isfinite(f):
         return f"{x!r}f"
     return f"ts_f32(0x{int(np.array(f, np.float32).view(np.uint32)):08x}u)"
-
-
-def _immediates(row: MatrixInstruction, args: tuple[str, ...], mods: dict[str, int]) -> list[int]:
-    """Values of the builtin's immediate arguments, in order, from the op's modifiers."""
-    imms = [t for t in args if t.startswith("imm:")]
-    neg = mods.get("neg", 0)
-    if row.kind in ("mfma", "smfmac"):
-        named = [mods.get("cbsz", 0), mods.get("abid", 0), mods.get("blgp", 0)]
-        if row.mnemonic.startswith("v_mfma_scale") or len(imms) > 3:
-            named = [mods.get("cbsz", 0), mods.get("blgp", 0)] + [0] * (len(imms) - 2)
-        return named[: len(imms)]
-    sig = row.modifier("neg")
-    if sig is not None and sig.kind == "signedness":  # (a_sign, A, b_sign, B, C, clamp)
-        return [neg & 1, (neg >> 1) & 1] + [0] * (len(imms) - 2)
-    if row.modifier("opsel") is not None and row.modifier("opsel").kind == "half_select":
-        return [1 if mods.get("opsel", 0) & 4 else 0] * len(imms)
-    if any(mods.get(k) for k in ("neg", "neg_hi", "opsel", "cbsz", "abid", "blgp")):
-        raise CodegenError(f"modifiers {mods} on {row.mnemonic} are not emitted yet")
-    return [0] * len(imms)
 
 
 def emit_hip(prog: Program) -> Emitted:

@@ -56,6 +56,7 @@ from tilesim.hw.watchdog import device_timeout as _device_timeout
 from tilesim.ir.core import Program
 from tilesim.isa import IsaError, emulate_program
 from tilesim.ir.verify import check
+from tilesim.matrix.catalog import ISA_PREFIXES
 from tilesim.targets import get_target
 from tilesim.wave.sim import SimResult, simulate
 
@@ -314,7 +315,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         judge.paths.append("compiled")
         md = comp.metadata
         isa = [ln.strip() for ln in comp.isa.splitlines()
-               if ln.strip().startswith(("v_mfma", "v_wmma", "v_smfmac", "v_swmmac"))][:3]
+               if ln.strip().startswith(ISA_PREFIXES)][:3]
         if device == "emulator":
             return _emulate(prog, judge, reference, arrays, md, isa)
         if runner is None or device == "none":

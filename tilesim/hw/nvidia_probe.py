@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilesim.errors import DeviceError
+from tilesim.matrix.catalog_nvidia import mma_sync_asm
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.registers import pack, unpack
 
@@ -63,23 +64,12 @@ def probe_inputs(row: MatrixInstruction, seed: int = 0) -> tuple[np.ndarray, np.
     return np.stack(A), np.stack(B), np.stack(C), labels
 
 
-def _ptx_types(row: MatrixInstruction) -> str:
-    return row.mnemonic.split(".row.col.")[1]
-
-
 def kernel_source(row: MatrixInstruction) -> str:
     regs = row.registers_for(32)
     wide = row.types[0] == "f64"
     na, nb, nc = (regs[o] // (2 if wide else 1) for o in "ABC")
     t = "unsigned long long" if wide else "unsigned int"
-    cons = "l" if wide else "r"
-    d_ops = ", ".join(f"%{i}" for i in range(nc))
-    a_ops = ", ".join(f"%{nc + i}" for i in range(na))
-    b_ops = ", ".join(f"%{nc + na + i}" for i in range(nb))
-    c_ops = ", ".join(f"%{nc + na + nb + i}" for i in range(nc))
-    outs = ", ".join(f'"={cons}"(d[{i}])' for i in range(nc))
-    ins = ", ".join([f'"{cons}"(a[{i}])' for i in range(na)] + [f'"{cons}"(b[{i}])' for i in range(nb)]
-                    + [f'"{cons}"(c[{i}])' for i in range(nc)])
+    text, outs, ins = mma_sync_asm(row, "d", "a", "b", "c")
     return f"""
 extern "C" __global__ void probe(const {t}* A, const {t}* B, const {t}* C, {t}* D) {{
   const int w = blockIdx.x, lane = threadIdx.x;
@@ -87,7 +77,7 @@ extern "C" __global__ void probe(const {t}* A, const {t}* B, const {t}* C, {t}* 
   for (int i = 0; i < {na}; ++i) a[i] = A[(w * 32 + lane) * {na} + i];
   for (int i = 0; i < {nb}; ++i) b[i] = B[(w * 32 + lane) * {nb} + i];
   for (int i = 0; i < {nc}; ++i) c[i] = C[(w * 32 + lane) * {nc} + i];
-  asm volatile("mma.sync.aligned.{row.mnemonic.split('mma.sync.aligned.')[1]} {{{d_ops}}}, {{{a_ops}}}, {{{b_ops}}}, {{{c_ops}}};"
+  asm volatile({text}
                : {outs} : {ins});
   for (int i = 0; i < {nc}; ++i) D[(w * 32 + lane) * {nc} + i] = d[i];
 }}

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tilesim.errors import ToolchainError
+from tilesim.matrix.catalog import ISA_PREFIXES
 from tilesim.targets import get_target
 
 __all__ = ["Compiled", "clang_command", "compile_hip", "isa_mnemonics", "cache_dir"]
@@ -34,7 +35,7 @@ class Compiled:
     isa: str
     metadata: dict[str, int] = field(default_factory=dict)
 
-    def mnemonics(self, prefix: tuple[str, ...] = ("v_mfma", "v_smfmac", "v_wmma", "v_swmmac")) -> list[str]:
+    def mnemonics(self, prefix: tuple[str, ...] = ISA_PREFIXES) -> list[str]:
         return isa_mnemonics(self.isa, prefix)
 
 

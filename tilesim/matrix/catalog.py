@@ -18,7 +18,7 @@ from tilesim.matrix.catalog_amd import AMD_ROWS
 from tilesim.matrix.catalog_nvidia import NVIDIA_ROWS
 from tilesim.matrix.instruction import MatrixInstruction
 
-__all__ = ["instructions", "lookup", "rows", "find"]
+__all__ = ["instructions", "lookup", "rows", "find", "ISA_PREFIXES"]
 
 
 def rows() -> tuple[MatrixInstruction, ...]:
@@ -26,6 +26,10 @@ def rows() -> tuple[MatrixInstruction, ...]:
 
 
 _ALL: tuple[MatrixInstruction, ...] = (*AMD_ROWS, *NVIDIA_ROWS)
+
+# How AMD matrix instructions start in an ISA listing (``v_mfma``, ``v_smfmac``, ``v_wmma``,
+# ``v_swmmac``): every AMD mnemonic is ``v_<kind>…``. Readers of compiler output use this one tuple.
+ISA_PREFIXES: tuple[str, ...] = tuple(dict.fromkeys(f"v_{r.kind}" for r in _ALL if r.kind != "mma_sync"))
 
 
 def _spelling_key(name: str) -> str:

@@ -18,7 +18,7 @@ from tilesim.targets import family_targets
 
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.geometry import AccGeometry, FormatGeometry, InputGeometry
-from tilesim.matrix.instruction import Builtin, MatrixInstruction, Modifier
+from tilesim.matrix.instruction import Builtin, Immediate, MatrixInstruction, Modifier
 
 __all__ = ["AMD_ROWS", "parse_clang_type"]
 
@@ -68,9 +68,30 @@ def parse_clang_type(sig: str) -> tuple[str, tuple[str, ...]]:
     return out[0], tuple(out[1:])
 
 
-def _builtin(name: str, sig: str, wave: int) -> Builtin:
+# Immediate arguments of the builtins, by name, and the modifier bits each carries. Sources: clang's
+# BuiltinsAMDGPU.def parameter order; CDNA3/CDNA4 ISA §7.1 (CBSZ, ABID, BLGP fields); RDNA3/RDNA4 ISA
+# §7.9 (NEG bits as iu8/iu4 signedness, OPSEL[2] for 16-bit results). The rest are always 0: clamp,
+# the gfx1250 reuse hints, and fields tilesim does not model (scale OPSEL, gfx1250 NEG/C modifiers).
+IMMEDIATES = {imm.name: imm for imm in (
+    Immediate("cbsz", "cbsz"), Immediate("abid", "abid"), Immediate("blgp", "blgp"),
+    Immediate("a_signed", "neg", 0, 1), Immediate("b_signed", "neg", 1, 1), Immediate("opsel_hi", "opsel", 2, 1),
+    Immediate("clamp"), Immediate("reuse_a"), Immediate("reuse_b"), Immediate("opsel_a"), Immediate("opsel_b"),
+    Immediate("neg_a"), Immediate("neg_b"), Immediate("c_mod"),
+)}
+MFMA_IMMS = ("cbsz", "abid", "blgp")
+SMFMAC_IMMS = ("cbsz", "abid")
+SCALE_IMMS = ("cbsz", "blgp", "opsel_a", "opsel_b")
+SIGNED_IMMS = ("a_signed", "b_signed", "clamp")
+
+
+def _builtin(name: str, sig: str, wave: int, imms: tuple[str, ...] = ()) -> Builtin:
+    """A builtin from its clang type string; ``imms`` names its immediate arguments in order."""
     ret, args = parse_clang_type(sig)
-    return Builtin(name, ret, args, wave)
+    names = iter(imms)
+    named = tuple(f"imm:{next(names)}" if t.startswith("imm:") else t for t in args)
+    if next(names, None) is not None:
+        raise ValueError(f"{name}: more immediate names than immediates in {sig}")
+    return Builtin(name, ret, named, wave, tuple(IMMEDIATES[t[4:]] for t in named if t.startswith("imm:")))
 
 
 # --------------------------------------------------------------------------- modifiers
@@ -159,7 +180,7 @@ def _mfma(
         registers=((64, tuple(regs.items())),),
         cycles=cycles,
         modifiers=mods,
-        builtins=(_builtin(bname, sig, 64),) if sig else (),
+        builtins=(_builtin(bname, sig, 64, SMFMAC_IMMS if sparse else MFMA_IMMS),) if sig else (),
         citation=CALC + ISA[family],
         aliases=(alias,) if alias else (),
         sparse=sparse,
@@ -339,7 +360,8 @@ def _f8f6f4() -> list[MatrixInstruction]:
                 modifiers=(Modifier("cbsz", fmt, "A format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format"),
                            Modifier("blgp", fmt, "B format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format")),
                 # Only the scale form has a clang builtin; the unscaled opcode has none.
-                builtins=(_builtin("__builtin_amdgcn_mfma_scale_f32_" + shape + "_f8f6f4", sig, 64),) if scaled else (),
+                builtins=((_builtin("__builtin_amdgcn_mfma_scale_f32_" + shape + "_f8f6f4", sig, 64, SCALE_IMMS),)
+                          if scaled else ()),
                 notes=("cycles double (x2) when A or B is fp8/bf8; the scale forms add E8M0 block scales, "
                        "one per 32 k; the unscaled mnemonic is the scale builtin with scales 1.0"),
                 cycles=cyc,
@@ -429,7 +451,9 @@ def _rdna3() -> list[MatrixInstruction]:
             regs[lanes] = _regs(geo[lanes])
         mods = (OPSEL_HI, NEG, NEG_HI) if cb == 16 else (SIGNED,) if ab < 16 else (NEG, NEG_HI)
         base = name[2:]
-        bl = (_builtin(f"__builtin_amdgcn_{base}_w32", w32sig, 32), _builtin(f"__builtin_amdgcn_{base}_w64", w64sig, 64))
+        imms = ("opsel_hi",) if cb == 16 else SIGNED_IMMS if ab < 16 else ()
+        bl = (_builtin(f"__builtin_amdgcn_{base}_w32", w32sig, 32, imms),
+              _builtin(f"__builtin_amdgcn_{base}_w64", w64sig, 64, imms))
         cyc = 16 if a == "i4" else 32
         at = _IU.get(a, a)
         rows.append(_wmma("rdna3", name, 16, at, c, cyc, geo, regs, mods=mods, builtins=bl))
@@ -495,10 +519,11 @@ def _rdna4() -> list[MatrixInstruction]:
             geo[lanes] = {"A": (inp, ab), "B": (inp, ab), "C": (acc, cb), "D": (acc, cb)}
             regs[lanes] = _regs(geo[lanes])
         mods = (SIGNED,) if at in _IU else () if ab == 8 else (NEG, NEG_HI)
+        imms = SIGNED_IMMS if at in _IU else ()
         at, bt = _IU.get(at, at), _IU.get(bt, bt)
         base = name[2:]
-        bl = (_builtin(f"__builtin_amdgcn_{base}_w32_gfx12", s32, 32),
-              _builtin(f"__builtin_amdgcn_{base}_w64_gfx12", s64, 64))
+        bl = (_builtin(f"__builtin_amdgcn_{base}_w32_gfx12", s32, 32, imms),
+              _builtin(f"__builtin_amdgcn_{base}_w64_gfx12", s64, 64, imms))
         rows.append(_wmma("rdna4", name, k, at, c, cyc, geo, regs, b=bt, mods=mods, builtins=bl))
     rows += _rdna4_sparse()
     return rows
@@ -533,7 +558,9 @@ def _rdna4_sparse() -> list[MatrixInstruction]:
         mods = (Modifier("opsel", (0, 1, 2, 3), "index_key: which index set of the index VGPR "
                          "(sets per VGPR depend on the wave size)", "index_set"), *signed)
         base = name[2:]
-        bl = (_builtin(f"__builtin_amdgcn_{base}_w32", s32, 32), _builtin(f"__builtin_amdgcn_{base}_w64", s64, 64))
+        imms = SIGNED_IMMS if signed == (SIGNED,) else ()
+        bl = (_builtin(f"__builtin_amdgcn_{base}_w32", s32, 32, imms),
+              _builtin(f"__builtin_amdgcn_{base}_w64", s64, 64, imms))
         rows.append(_wmma("rdna4", name, k, at, c, cyc, geo, regs, b=bt, mods=mods, builtins=bl, sparse=True))
     return rows
 
@@ -568,9 +595,13 @@ def _gfx1250() -> list[MatrixInstruction]:
         geo = {32: {"A": (inp, ab), "B": (inp, ab), "C": (acc_c, cb), "D": (acc_c, db)}}
         regs = {32: _regs(geo[32])}
         mods = (NEG, NEG_HI) if ab >= 16 else (SIGNED,) if at == "i8" else ()
+        # clang's gfx1250 forms: (neg_a, A, neg_b, B, c_mod, C, reuse_a, reuse_b); iu8 has signedness bits
+        # instead of neg and no c_mod; fp8/f8f6f4 have neither
+        imms = (("neg_a", "neg_b", "c_mod") if ab >= 16 else ("a_signed", "b_signed") if at == "i8"
+                else ("c_mod",)) + ("reuse_a", "reuse_b")
         at, bt = _IU.get(at, at), _IU.get(bt, bt)
         row = _wmma("gfx1250", name, k, at, c, None, geo, regs, b=bt, d=d, mods=mods,
-                    builtins=(_builtin("__builtin_amdgcn_" + name[2:], sig, 32),),
+                    builtins=(_builtin("__builtin_amdgcn_" + name[2:], sig, 32, imms),),
                     notes="layout from CK/Triton (medium confidence); cycles unknown")
         rows.append(row)
     return rows

@@ -12,12 +12,13 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tilesim.errors import ModifierError
 from tilesim.layouts.layout import Layout
 from tilesim.targets import feature_targets, get_target
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import Builtin, MatrixInstruction
 
-__all__ = ["NVIDIA_ROWS"]
+__all__ = ["NVIDIA_ROWS", "mma_sync_asm"]
 
 _PTX = "PTX ISA 8.5 §9.7.14.5.{sec} (mma.{shape} fragment figures)"
 # Which targets run a row is the target table's answer (its mma_sync features), never a list here.
@@ -168,3 +169,27 @@ NVIDIA_ROWS: list[MatrixInstruction] = [
     _mma("m16n8k32", "bf8_ocp", "f32", (_a_k32_8b, 16), (_b_k32_8b, 8), (_acc16x8, 4), feature=_FP8_MMA,
          ptx_types="f32.e5m2.e5m2.f32"),
 ]
+
+
+def mma_sync_asm(row: MatrixInstruction, d: str, a: str, b: str, c: str) -> tuple[str, str, str]:
+    """The inline PTX of one ``mma.sync`` row: (quoted instruction, output operands, input operands)
+    of an ``asm volatile`` statement, for C register arrays named ``d``, ``a``, ``b``, ``c``.
+
+    One template for the code generator and the hardware probe. Registers are 32-bit (``"r"``);
+    f64 fragments pass 64-bit registers (``"l"``), half as many.
+    """
+    if row.kind != "mma_sync":
+        raise ModifierError(f"{row.mnemonic} is not an mma.sync row")
+    regs = row.registers_for(32)
+    wide = row.types[0] == "f64"
+    na, nb, nc = (regs[o] // (2 if wide else 1) for o in "ABC")
+    cons = "l" if wide else "r"
+    groups, o = [], 0
+    for n in (nc, na, nb, nc):
+        groups.append("{" + ", ".join(f"%{o + i}" for i in range(n)) + "}")
+        o += n
+    text = f'"{row.mnemonic} {groups[0]}, {groups[1]}, {groups[2]}, {groups[3]};"'
+    outs = ", ".join(f'"={cons}"({d}[{i}])' for i in range(nc))
+    ins = ", ".join([f'"{cons}"({a}[{i}])' for i in range(na)] + [f'"{cons}"({b}[{i}])' for i in range(nb)]
+                    + [f'"{cons}"({c}[{i}])' for i in range(nc)])
+    return text, outs, ins

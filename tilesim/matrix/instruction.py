@@ -8,7 +8,7 @@ code generator, the docs and the pictures all read the same row.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -18,7 +18,7 @@ from tilesim.layouts.layout import Layout
 from tilesim.matrix.dtypes import DType, dtype
 from tilesim.matrix.geometry import BLGP_SOURCE, AccGeometry, FormatGeometry, InputGeometry, acc_layout, input_layout
 
-__all__ = ["MatrixInstruction", "Modifier", "Builtin", "OPERANDS", "LAYOUT_MODIFIERS"]
+__all__ = ["MatrixInstruction", "Modifier", "Builtin", "Immediate", "OPERANDS", "LAYOUT_MODIFIERS"]
 
 OPERANDS = ("A", "B", "C", "D", "K")
 
@@ -31,6 +31,7 @@ Recipe = tuple[Geometry, int] | Callable[..., Layout]
 # The modifier fields that can move data between registers (the arguments of ``layout()``);
 # ``neg``/``neg_hi`` act on values only.
 LAYOUT_MODIFIERS = ("cbsz", "abid", "blgp", "opsel")
+MODIFIER_NAMES = (*LAYOUT_MODIFIERS, "neg", "neg_hi")
 
 MODIFIER_KINDS = ("broadcast", "lane_pattern", "negate", "index_set", "half_select", "format", "signedness")
 
@@ -56,22 +57,71 @@ class Modifier:
 
 
 @dataclass(frozen=True)
+class Immediate:
+    """One immediate argument of a builtin, and the modifier bits that feed it.
+
+    ``modifier`` names the op modifier field, ``shift``/``bits`` the bits of it this immediate
+    takes (RDNA iu8 ``a_signed`` is NEG bit 0). ``modifier=None``: the immediate is always 0
+    (clamp, reuse hints, fields tilesim does not model).
+    """
+
+    name: str
+    modifier: str | None = None
+    shift: int = 0
+    bits: int = 32
+
+    def value(self, modifiers: Mapping[str, int]) -> int:
+        if self.modifier is None:
+            return 0
+        return (int(modifiers.get(self.modifier, 0)) >> self.shift) & ((1 << self.bits) - 1)
+
+    def mask(self) -> int:
+        """The bits of its modifier this immediate carries."""
+        return 0 if self.modifier is None else ((1 << self.bits) - 1) << self.shift
+
+
+@dataclass(frozen=True)
 class Builtin:
-    """The compiler builtin that emits the instruction, with its C types."""
+    """The compiler builtin that emits the instruction: C types, and which modifier feeds which immediate."""
 
     name: str
     ret: str
-    args: tuple[str, ...]  # C types in order; immediates are spelled "imm:<name>"
+    args: tuple[str, ...]  # C types of the arguments in order; immediates are spelled "imm:<name>"
     wave: int
+    immediates: tuple[Immediate, ...] = ()  # one per "imm:<name>" argument, in order
 
-    def call(self, a: str, b: str, c: str, k: str | None = None, **imms: int) -> str:
-        vals = {"A": a, "B": b, "C": c, "K": k}
-        out, operands = [], iter(["A", "B", "C"] if k is None else ["A", "B", "C", "K"])
-        for t in self.args:
-            if t.startswith("imm:"):
-                out.append(str(int(imms.get(t[4:], 0))))
-            else:
-                out.append(str(vals[next(operands)]))
+    def __post_init__(self) -> None:
+        named = tuple(t[4:] for t in self.args if t.startswith("imm:"))
+        if named != tuple(i.name for i in self.immediates):
+            raise ValueError(f"{self.name}: immediates {named} but {tuple(i.name for i in self.immediates)} described")
+
+    @property
+    def operand_types(self) -> tuple[str, ...]:
+        """C types of the non-immediate arguments (the operands), in order."""
+        return tuple(t for t in self.args if not t.startswith("imm:"))
+
+    def unfed(self, modifiers: Mapping[str, int]) -> list[str]:
+        """``name=value`` of each modifier with set bits that no immediate of this builtin carries:
+        emitting the call would silently drop them."""
+        out = []
+        for name, value in modifiers.items():
+            carried = 0
+            for imm in self.immediates:
+                if imm.modifier == name:
+                    carried |= imm.mask()
+            if int(value) & ~carried:
+                out.append(f"{name}={value}")
+        return out
+
+    def call(self, operands: Sequence[str], modifiers: Mapping[str, int] | None = None) -> str:
+        """The C call: ``operands`` are the expressions of the non-immediate arguments in order; each
+        immediate is the value its modifier bits give (0 without modifiers)."""
+        if len(operands) != len(self.operand_types):
+            raise ModifierError(f"{self.name} takes {len(self.operand_types)} operands "
+                                f"({', '.join(self.operand_types)}), got {len(operands)}")
+        mods = modifiers or {}
+        ops, imms = iter(operands), iter(self.immediates)
+        out = [str(next(imms).value(mods)) if t.startswith("imm:") else next(ops) for t in self.args]
         return f"{self.name}({', '.join(out)})"
 
 
@@ -188,6 +238,9 @@ class MatrixInstruction:
         """The layout of every operand (A, B, C read, D written; K for sparse rows) under an op's
         modifiers: the layout-moving ones (:data:`LAYOUT_MODIFIERS`) are applied, value-only ones
         (``neg``/``neg_hi``) are left to the numerics. The simulator and the fused loop both read this."""
+        unknown = sorted(set(modifiers) - set(MODIFIER_NAMES))
+        if unknown:
+            raise ModifierError(f"unknown modifier {unknown[0]!r} on {self.mnemonic}; modifiers: {choices(MODIFIER_NAMES)}")
         moving = {k: v for k, v in modifiers.items() if k in LAYOUT_MODIFIERS}
         return {op: self.layout(op, wave_size=wave_size, **moving) for op in self.operands}
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from tilesim.matrix.catalog import ISA_PREFIXES
 from tilesim.matrix.instruction import Builtin, MatrixInstruction
 
 __all__ = ["C_TYPES", "c_type", "probe_source", "kernel_mnemonics"]
@@ -38,7 +39,6 @@ def _kernel(idx: int, b: Builtin) -> tuple[str, set[str]]:
     params, args = [f"{ret}* out"], []
     for a, tok in enumerate(b.args):
         if tok.startswith("imm:"):
-            args.append("0")
             continue
         name, td = c_type(tok)
         if td:
@@ -47,7 +47,7 @@ def _kernel(idx: int, b: Builtin) -> tuple[str, set[str]]:
         args.append(f"p{a}[t]")
     body = (f'extern "C" __attribute__((global)) void probe_{idx}({", ".join(params)}) {{\n'
             f"  int t = __builtin_amdgcn_workitem_id_x();\n"
-            f"  out[t] = {b.name}({', '.join(args)});\n}}\n")
+            f"  out[t] = {b.call(args)};\n}}\n")
     return body, typedefs
 
 
@@ -65,7 +65,7 @@ def probe_source(rows: Sequence[MatrixInstruction], wave: int) -> tuple[str, lis
     return "\n".join(sorted(typedefs)) + "\n\n" + "\n".join(bodies), kept
 
 
-def kernel_mnemonics(isa: str, prefixes: tuple[str, ...] = ("v_mfma", "v_smfmac", "v_wmma", "v_swmmac")) -> dict[int, list[str]]:
+def kernel_mnemonics(isa: str, prefixes: tuple[str, ...] = ISA_PREFIXES) -> dict[int, list[str]]:
     """``{i: [matrix mnemonics in probe_i]}`` from an ISA listing."""
     out: dict[int, list[str]] = {}
     current = None
