@@ -218,3 +218,54 @@ def test_the_checker_sees_function_level_and_type_checking_imports() -> None:
 def test_every_package_has_a_layer() -> None:
     for m in MODULES:
         _layer_of(_unit(m))
+
+
+# --- docs/architecture.md shows these layers and the import graph ---------------------------------
+DOC = ROOT / "docs" / "architecture.md"
+
+
+def _doc_layers() -> tuple[tuple[str, ...], ...]:
+    text = DOC.read_text()
+    line = text.split("```layers\n", 1)[1].split("```", 1)[0].strip()
+    return tuple(tuple(n.strip() for n in part.strip().strip("{}").split(",")) for part in line.split("<"))
+
+
+def _doc_table() -> dict[str, set[str] | None]:
+    """unit -> the packages its row says it imports (None: "below …", not enumerated)."""
+    out: dict[str, set[str] | None] = {}
+    for line in DOC.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[1].startswith("`tilesim"):
+            continue
+        names = [n.strip("` ") for n in cells[1].split(",")]
+        listed = cells[3]
+        deps = None if "below" in listed else (set() if listed == "—" else {d.strip() for d in listed.split(",")})
+        for n in names:
+            out[_unit(n.split(" ")[0])] = deps
+    return out
+
+
+def _allowed_graph() -> dict[str, set[str]]:
+    """Package-level edges of imports that respect the order (pending violations are not drawn)."""
+    graph: dict[str, set[str]] = {}
+    for m in MODULES:
+        here = _unit(m)
+        graph.setdefault(here, set())
+        for target, _, _ in imports(m):
+            there = _unit(target)
+            if there != here and _layer_of(there) < _layer_of(here):
+                graph[here].add(there)
+    return graph
+
+
+def test_architecture_doc_states_the_layers_of_this_test() -> None:
+    assert _doc_layers() == LAYERS
+
+
+def test_architecture_doc_table_matches_the_import_graph() -> None:
+    table = _doc_table()
+    graph = _allowed_graph()
+    missing = sorted(set(graph) - set(table))
+    assert not missing, f"docs/architecture.md has no row for {missing}"
+    wrong = {u: (sorted(table[u] or ()), sorted(graph[u])) for u in graph if table[u] is not None and table[u] != graph[u]}
+    assert not wrong, f"docs/architecture.md rows (documented, actual imports): {wrong}"
