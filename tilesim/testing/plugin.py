@@ -21,8 +21,7 @@ from typing import NamedTuple
 
 import pytest
 
-from tilesim.hw.amd import amd_device
-from tilesim.hw.nvidia import cuda_device
+from tilesim.hw import amd, nvidia  # looked up at call time: tests replace the probes
 
 __all__ = ["DEVICE_CHOICES", "MARKER", "GpuDevice"]
 
@@ -59,10 +58,10 @@ def _probe(config: pytest.Config, vendor: str) -> tuple[bool, str]:
     found = config.stash.setdefault(_FOUND, {})
     if vendor not in found:
         if vendor == "cuda":
-            cc, desc = cuda_device()
+            cc, desc = nvidia.cuda_device()
             found[vendor] = (cc is not None, f"{desc} (sm_{cc})" if cc is not None else desc)
         else:
-            found[vendor] = amd_device()
+            found[vendor] = amd.amd_device()
     return found[vendor]
 
 
