@@ -21,15 +21,13 @@ CDNA3 ISA describes xf32 as FP32 with a 10-bit mantissa — truncation is our as
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tilesim.errors import InstructionError, ModifierError, choices
 from tilesim.matrix.dtypes import DType, decode, dtype, encode
+from tilesim.matrix.instruction import MatrixInstruction
 
-if TYPE_CHECKING:
-    from tilesim.matrix.instruction import MatrixInstruction
 
 __all__ = ["quantize", "round_exact", "dot_exact", "execute_logical", "tolerance", "FLOAT_FORMATS", "check_neg",
            "signed_types", "apply_negation"]
@@ -221,7 +219,7 @@ def apply_negation(ins: MatrixInstruction, A: np.ndarray, B: np.ndarray, C: np.n
 
 
 def execute_logical(
-    ins: object,
+    ins: MatrixInstruction,
     a: np.ndarray,
     b: np.ndarray,
     c: np.ndarray | None = None,
@@ -243,8 +241,6 @@ def execute_logical(
     negation is ``neg`` and ``neg_hi`` together, as LLVM emits it. ``hi_mask`` overrides which
     logical elements count as high halves; by default it is read from the row's layout.
     """
-    from tilesim.matrix.instruction import MatrixInstruction
-
     if not isinstance(ins, MatrixInstruction):
         raise InstructionError(f"execute_logical needs a catalog row (tilesim.matrix.lookup), got {ins!r}")
     check_neg(ins, neg, neg_hi)
@@ -263,14 +259,12 @@ def execute_logical(
     return D[0] if squeeze and nb == 1 else D
 
 
-def tolerance(ins: object, k_terms: int | None = None) -> tuple[float, float]:
+def tolerance(ins: MatrixInstruction, k_terms: int | None = None) -> tuple[float, float]:
     """(rtol, atol) for comparing a device's D against :func:`execute_logical`.
 
     Hardware accumulates in its own order with intermediate rounding to the accumulator
     precision; the bound is ``k`` roundings of the accumulator type.
     """
-    from tilesim.matrix.instruction import MatrixInstruction
-
     if not isinstance(ins, MatrixInstruction):
         raise InstructionError(f"tolerance needs a catalog row (tilesim.matrix.lookup), got {ins!r}")
     td = dtype(ins.types[3])

@@ -18,13 +18,12 @@ from tilesim.errors import InstructionError, ModifierError, TargetError, choices
 from tilesim.targets import TARGETS, Target, get_target, has
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import rows
-from tilesim.matrix.instruction import OPERANDS, MatrixInstruction
+from tilesim.matrix.instruction import LAYOUT_MODIFIERS, OPERANDS, MatrixInstruction
 
 __all__ = ["InstructionOnTarget", "OperandLayout", "instruction_targets", "instructions", "operand_layouts", "targets"]
 
 VENDORS = ("amd", "nvidia")
 KINDS = ("mfma", "smfmac", "wmma", "swmmac", "mma_sync")
-LAYOUT_MODIFIERS = ("cbsz", "abid", "blgp", "opsel")  # the fields row.layout() takes; neg/neg_hi act on values
 
 
 class InstructionOnTarget(NamedTuple):
