@@ -47,8 +47,6 @@ LAZY_OK = {"tilesim.cli"}  # function-level imports across packages: start-up ti
 PENDING = {
     "tilesim.ir.verify": "h-check moves the VGPR/LDS estimates out of wave.sim into tilesim/ir/",
     "tilesim.layouts.check": "h-frameworks moves check_layout to tilesim/frameworks/",
-    "tilesim.diff.verdict": "function-level imports of hw and layouts.pictures; moved to module level once h-verdict "
-                            "(which owns verdict.py) has landed",
 }
 
 

@@ -51,11 +51,13 @@ from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
 from tilesim.diff.reference import ReferenceCheck, beyond, check_reference, result_tolerance
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
+from tilesim.hw import amd, nvidia, offline  # module attributes, looked up at call time (tests replace them)
 from tilesim.hw.watchdog import Opaque, guarded_call
 from tilesim.hw.watchdog import device_timeout as _device_timeout
 from tilesim.ir.core import Program
 from tilesim.isa import IsaError, emulate_program
 from tilesim.ir.verify import check
+from tilesim.layouts.pictures import svg_heatmap
 from tilesim.matrix.catalog import ISA_PREFIXES
 from tilesim.targets import get_target
 from tilesim.wave.sim import SimResult, simulate
@@ -114,8 +116,6 @@ class Verdict:
 
     def heatmap_svg(self) -> str:
         """A lane x VGPR heatmap of the wrong elements (MISMATCH and SIM_MISMATCH verdicts)."""
-        from tilesim.layouts.pictures import svg_heatmap
-
         if self.mismatch_counts is None:
             raise TilesimError(f"no mismatches to draw: the verdict is {self.status}")
         return svg_heatmap(self.mismatch_counts, f"{self.program.name} on {self.program.target}: wrong elements "
@@ -305,10 +305,8 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     judge.paths.append("emitted")
     probe, min_cc, md, isa = None, 0, {}, []
     if t.vendor == "amd":
-        from tilesim.hw.offline import compile_hip
-
         try:
-            comp = compile_hip(em.source, t.name, wave_size=prog.wave_size)
+            comp = offline.compile_hip(em.source, t.name, wave_size=prog.wave_size)
         except ToolchainError as e:
             judge.not_taken["compiled"] = str(e)
             return judge.settle("SIMULATED_ONLY", f"compile failed: {e}")
@@ -319,11 +317,9 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         if device == "emulator":
             return _emulate(prog, judge, reference, arrays, md, isa)
         if runner is None or device == "none":
-            from tilesim.hw.amd import amd_device
-
             # the hip-python runner (tilesim.hw.amd.run_amd) is not wired in: it has never run on AMD
             # hardware; an injected runner is judged like any device run
-            _, why = amd_device() if device == "auto" else (False, "--device none")
+            _, why = amd.amd_device() if device == "auto" else (False, "--device none")
             judge.not_taken["device-run"] = why
             return judge.settle("COMPILE_ONLY", f"compiled offline for {t.name}; not run on AMD hardware ({why})",
                                 compile_metadata=md, isa_excerpt=isa)
@@ -331,8 +327,6 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     elif runner is not None and device == "auto":
         fn, desc = runner, getattr(runner, "__name__", "runner")
     else:
-        from tilesim.hw import nvidia
-
         why = "--device none" if device == "none" else nvidia.cuda_runtime_missing()
         if why is not None:
             judge.not_taken["compiled"] = judge.not_taken["device-run"] = why

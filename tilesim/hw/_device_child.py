@@ -17,7 +17,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError
+from tilesim.hw.watchdog import load_arrays, save_arrays
+from tilesim.ir.core import Program
 
 
 def _is_oom(e: BaseException) -> bool:
@@ -36,9 +39,6 @@ def _resolve(ref: str) -> Any:
 def _emitted(doc: dict[str, Any] | None) -> Any:
     if doc is None:
         return None
-    from tilesim.codegen.hip import Emitted
-    from tilesim.ir.core import Program
-
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k != "program"}
     return Emitted(program=Program.from_json(doc["program"]), **fields)
 
@@ -53,8 +53,6 @@ def _error(e: BaseException) -> dict[str, Any]:
 
 
 def serve(folder: Path) -> dict[str, Any]:
-    from tilesim.hw.watchdog import load_arrays, save_arrays
-
     req = json.loads((folder / "request.json").read_text())
     for p in reversed(req.get("sys_path", [])):
         if p not in sys.path:
