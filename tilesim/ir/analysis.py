@@ -32,7 +32,7 @@ def vgpr_estimate(prog: Program) -> int:
             if isinstance(a, Value):
                 last[a.id] = i
         if op.kind == "loop":
-            end = i + _count(op.attr("body"))
+            end = i + len(op.attr("body").walk())
             for init, nxt in op.attr("carried"):
                 last[init.id] = max(last.get(init.id, 0), end)
                 last[nxt.id] = max(last.get(nxt.id, 0), end)
@@ -41,13 +41,3 @@ def vgpr_estimate(prog: Program) -> int:
         live = sum(r for vid, (s, r) in first.items() if s <= i <= last.get(vid, s))
         peak = max(peak, live)
     return peak
-
-
-def _count(b: object) -> int:
-    """Ops in a block, nested blocks included (``Program.walk`` order)."""
-    n = 0
-    for op in b.ops:  # type: ignore[attr-defined]
-        n += 1
-        if op.kind in ("loop", "branch"):
-            n += _count(op.attr("body"))
-    return n

@@ -138,6 +138,15 @@ class Op:
 class Block:
     ops: tuple[Op, ...] = ()
 
+    def walk(self) -> list[Op]:
+        """Every op, loop and branch bodies flattened in program order."""
+        out: list[Op] = []
+        for op in self.ops:
+            out.append(op)
+            if op.kind in ("loop", "branch"):
+                out += op.attr("body").walk()
+        return out
+
 
 @dataclass(frozen=True)
 class TensorParam:
@@ -194,16 +203,7 @@ class Program:
 
     def walk(self) -> list[Op]:
         """Every op, loops and branches flattened in program order."""
-        out: list[Op] = []
-
-        def visit(b: Block) -> None:
-            for op in b.ops:
-                out.append(op)
-                if op.kind in ("loop", "branch"):
-                    visit(op.attr("body"))
-
-        visit(self.body)
-        return out
+        return self.body.walk()
 
     # ------------------------------------------------------------------ printing
     def __str__(self) -> str:

@@ -37,6 +37,7 @@ from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.instruction import LAYOUT_MODIFIERS
 from tilesim.matrix.numerics import signed_types
 
 __all__ = ["check", "structure", "CheckReport", "Finding", "compare_layouts"]
@@ -314,7 +315,7 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
                                              and isinstance(m[1], int) for m in raw):
         rep.findings.append(Finding("error", where, f"modifiers must be (name, integer) pairs; got {raw!r}"[:200]))
         return
-    mods = {k: v for k, v in raw if k in ("cbsz", "abid", "blgp", "opsel")}
+    mods = {k: v for k, v in raw if k in LAYOUT_MODIFIERS}
     neg = dict(raw).get("neg", 0)
     try:
         eff = signed_types(row, int(neg))[0] if isinstance(neg, int) else None
