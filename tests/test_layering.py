@@ -43,12 +43,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 LAZY_OK = {"tilesim.cli"}  # function-level imports across packages: start-up time of the CLI
 
-# Upward imports other helpers are removing right now; each case flips (strict xfail) when they land.
-PENDING = {
-    "tilesim.layouts.check": "h-frameworks moves check_layout to tilesim/frameworks/",
-}
-
-
 def _layer_of(part: str) -> int:
     for i, names in enumerate(LAYERS):
         if part in names:
@@ -131,21 +125,10 @@ def violations(module: str, found: tuple[tuple[str, int, bool], ...] | None = No
     return out
 
 
-def _pending(module: str) -> pytest.param:
-    return pytest.param(module, marks=pytest.mark.xfail(strict=True, reason=PENDING[module]))
-
-
-@pytest.mark.parametrize("module", [_pending(m) if m in PENDING else m for m in MODULES])
+@pytest.mark.parametrize("module", list(MODULES))
 def test_imports_point_down(module: str) -> None:
     bad = violations(module)
     assert not bad, "\n".join(bad)
-
-
-@pytest.mark.parametrize("module", sorted(PENDING))
-def test_pending_cases_are_still_pending(module: str) -> None:
-    """Keeps PENDING honest: each entry names a module that exists and still breaks the order
-    (when its helper lands, remove the entry)."""
-    assert module in MODULES and violations(module)
 
 
 def cycles(graph: dict[str, list[str]]) -> list[list[str]]:
@@ -243,7 +226,7 @@ def _doc_table() -> dict[str, set[str] | None]:
 
 
 def _allowed_graph() -> dict[str, set[str]]:
-    """Package-level edges of imports that respect the order (pending violations are not drawn)."""
+    """Package-level edges of the imports that respect the order (a violation fails the tests above)."""
     graph: dict[str, set[str]] = {}
     for m in MODULES:
         here = _unit(m)

@@ -278,7 +278,7 @@ def target_names() -> list[str]:
 
 def families() -> tuple[str, ...]:
     """Every family name of the table, in table order."""
-    return tuple(dict.fromkeys(t.family for t in _ROWS))
+    return tuple(dict.fromkeys(t.family for t in TARGETS.values()))
 
 
 def family_targets(family: str) -> tuple[str, ...]:
@@ -287,7 +287,7 @@ def family_targets(family: str) -> tuple[str, ...]:
     The catalog derives its per-family target lists here, so a new target of an existing family
     is one row of this table and nothing else.
     """
-    names = tuple(t.name for t in _ROWS if t.family == family)
+    names = tuple(t.name for t in TARGETS.values() if t.family == family)
     if not names:
         raise TargetError(f"unknown family {family!r}; known families: {choices(families())}")
     return names
@@ -297,7 +297,7 @@ def feature_targets(feature: str) -> tuple[str, ...]:
     """Every target that has ``feature`` (one of :data:`FEATURES`), in table order."""
     if not isinstance(feature, str) or feature not in FEATURES:
         raise TargetError(f"unknown feature {feature!r}; known features: {choices(sorted(FEATURES))}")
-    return tuple(t.name for t in _ROWS if feature in t.features)
+    return tuple(t.name for t in TARGETS.values() if feature in t.features)
 
 
 def get_target(name: str | Target) -> Target:

@@ -46,7 +46,8 @@ from tilesim.frameworks._gluon_common import (
     _tile_grid,
 )
 from tilesim.frameworks.gluon_shared import PaddedSharedLayout, SwizzledSharedLayout
-from tilesim.targets import TARGETS
+from tilesim.targets import family_targets as _family_targets
+from tilesim.targets import feature_targets
 
 __all__ = [
     "AMDMFMALayout",
@@ -131,9 +132,6 @@ class SliceLayout(_Distributed):
 # table's business (tilesim.targets), so a new target in an existing family needs no edit here.
 _MFMA_FAMILY = {1: "cdna1", 2: "cdna2", 3: "cdna3", 4: "cdna4"}
 
-
-def _family_targets(family: str) -> tuple[str, ...]:
-    return tuple(t.name for t in TARGETS.values() if t.family == family)
 
 _MFMA_SHAPES = ((32, 32), (16, 16), (64, 4), (4, 64))
 
@@ -384,7 +382,7 @@ class NVMMADistributedLayout(_Distributed):
         # mma.sync runs on every target that has it (Ampere and later); wgmma only on Hopper.
         if self.version[0] == 3:
             return _family_targets("sm90")
-        return tuple(t.name for t in TARGETS.values() if "mma_sync" in t.features)
+        return feature_targets("mma_sync")
 
     def _ll(self, shape: tuple[int, ...]) -> _LL:
         r = self.rank
