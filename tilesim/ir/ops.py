@@ -24,7 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from tilesim.errors import VerifyError, choices
+from tilesim.errors import TilesimError, VerifyError, choices
+from tilesim.matrix.catalog import lookup
+from tilesim.matrix.dtypes import DTYPES, dtype
+from tilesim.targets import get_target
 
 __all__ = ["Macro", "Elementwise", "Binop", "Reduce", "Attr", "OpKind", "OpError", "ELEMENTWISE", "BINOPS", "REDUCE",
            "REDUCE_AXES", "KINDS", "OP_KINDS", "FLOAT_CODECS", "CODEC_HELPERS", "EMIT_ARITH_DTYPES", "EMIT_CONVERT_BITS",
@@ -228,8 +231,6 @@ def valid_name(v: Any) -> bool:
 
 
 def _dtype(v: Any) -> str | None:
-    from tilesim.matrix.dtypes import DTYPES
-
     return None if isinstance(v, str) and v in DTYPES else f"an element type: {choices(sorted(DTYPES))}"
 
 
@@ -342,8 +343,6 @@ def emit_refusals(prog: Any) -> list[tuple[str, str]]:
     """(where, why) for each op or tensor the code generator refuses, from the table's dtype rules;
     empty when the program is emitted. The code generator raises the first of these itself, so
     ``check``'s paths and ``emit`` agree."""
-    from tilesim.matrix.dtypes import dtype
-
     out: list[tuple[str, str]] = []
     for t in prog.tensors:
         bits = dtype(t.dtype).reg_bits
@@ -394,10 +393,6 @@ def _emit_refusal(op: Any, prog: Any, dtype: Callable[[str], Any]) -> str | None
 
 
 def _mma_refusal(op: Any, prog: Any) -> str | None:
-    from tilesim.errors import TilesimError
-    from tilesim.matrix.catalog import lookup
-    from tilesim.targets import get_target
-
     try:
         row = lookup(op.attr("instr"), prog.target)
     except TilesimError as e:  # check reports it as an error too
@@ -432,8 +427,6 @@ def program_paths(prog: Any) -> dict[str, PathStatus]:
     * ``compile`` — AMD: the offline AMDGPU clang (``tilesim compile``) once emitted; NVIDIA: no
       offline compiler, NVRTC builds the source on an NVIDIA device when ``tilesim run`` runs it.
     """
-    from tilesim.targets import get_target
-
     refused = emit_refusals(prog)
     if refused:
         where, why = refused[0]
