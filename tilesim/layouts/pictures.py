@@ -48,7 +48,11 @@ def _grid(lay: Layout, x0: int, y0: int, highlight: set[tuple[int, int]] | None 
     rows, cols, cells = _cells(lay)
     lanes = dict(lay.in_dims)["lane"]
     bits = lay.elem_bits or 32
-    out = []
+    # axis names (i/k for A, k/j for B, i/j for C/D) so a reader knows which index runs where
+    out = [f'<text x="{x0 + cols * _CELL / 2:.0f}" y="{y0 - 20}" font-size="11" text-anchor="middle" '
+           f'font-style="italic">{html.escape(names[1])} →</text>',
+           f'<text x="{x0 - 24}" y="{y0 + rows * _CELL / 2:.0f}" font-size="11" text-anchor="middle" font-style="italic" '
+           f'transform="rotate(-90 {x0 - 24} {y0 + rows * _CELL / 2:.0f})">{html.escape(names[0])} →</text>']
     for c in range(cols):
         out.append(f'<text x="{x0 + c * _CELL + _CELL / 2}" y="{y0 - 6}" font-size="10" text-anchor="middle">{c}</text>')
     for r in range(rows):
@@ -94,11 +98,12 @@ def svg(lay: Layout, title: str = "", names: tuple[str, str] = ("row", "col")) -
     """The matrix grid of one operand layout, coloured by lane, replicas as stripes, hover tooltips."""
     _check(lay)
     rows, cols, _ = _cells(lay)
-    body = _grid(lay, _PAD, _PAD + 14, names=names)
-    return _doc(_PAD * 2 + cols * _CELL, _PAD * 2 + 14 + rows * _CELL, body, title or "layout")
+    body = _grid(lay, _PAD, _PAD + 24, names=names)
+    return _doc(_PAD * 2 + cols * _CELL, _PAD * 2 + 24 + rows * _CELL, body, title or "layout")
 
 
-def svg_compare(a: Layout, b: Layout, title_a: str = "declared", title_b: str = "hardware") -> str:
+def svg_compare(a: Layout, b: Layout, title_a: str = "declared", title_b: str = "hardware",
+                names: tuple[str, str] = ("row", "col")) -> str:
     """Two layouts side by side; cells whose owners differ are outlined in red on both."""
     _check(a)
     _check(b)
@@ -110,10 +115,10 @@ def svg_compare(a: Layout, b: Layout, title_a: str = "declared", title_b: str = 
     width = ca * _CELL
     body = [f'<text x="{_PAD}" y="{_PAD + 4}" font-size="12">{html.escape(title_a)}</text>',
             f'<text x="{_PAD * 2 + width}" y="{_PAD + 4}" font-size="12">{html.escape(title_b)}</text>',
-            *_grid(a, _PAD, _PAD + 24, diff), *_grid(b, _PAD * 2 + width, _PAD + 24, diff),
-            f'<text x="{_PAD}" y="{_PAD * 2 + 30 + ra * _CELL}" font-size="12">{len(diff)} of {ra * ca} elements '
+            *_grid(a, _PAD, _PAD + 34, diff, names), *_grid(b, _PAD * 2 + width, _PAD + 34, diff, names),
+            f'<text x="{_PAD}" y="{_PAD * 2 + 40 + ra * _CELL}" font-size="12">{len(diff)} of {ra * ca} elements '
             f'differ (outlined)</text>']
-    return _doc(_PAD * 3 + 2 * width, _PAD * 2 + 44 + ra * _CELL, body, f"{title_a} vs {title_b}")
+    return _doc(_PAD * 3 + 2 * width, _PAD * 2 + 54 + ra * _CELL, body, f"{title_a} vs {title_b}")
 
 
 def svg_heatmap(counts: np.ndarray, title: str = "mismatches per lane and VGPR") -> str:
