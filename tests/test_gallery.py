@@ -1,17 +1,23 @@
-"""The static layout gallery: one page per family and instruction with every operand's picture,
-and — in a real headless Chromium when one is installed — the page renders and hovering a cell
-shows its lane, VGPR, bits and element."""
+"""The static layout gallery: one page per family and instruction with the explain text first and
+every operand's picture, drawn by one shared script; the whole catalog stays small (size reported
+and bounded); and — in a real headless Chromium when one is installed — the page renders, hovering a
+cell shows its lane, VGPR, bits and element exactly as the SVG pictures' tooltips say, and no two
+cell labels overlap (RDNA3's replicated wave64 A has four copies per cell)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tilesim.gallery import build_gallery, page_name
+from tilesim.layouts.pictures import svg
+from tilesim.matrix import lookup
 from tilesim.matrix.catalog import rows
 
 
@@ -21,34 +27,82 @@ def test_pages_for_every_instruction_of_the_built_families(tmp_path):
     assert {p.name for p in pages} >= {page_name(r) for r in want} | {"index.html", "rdna3.html", "sm80.html"}
     for r in want:
         text = (tmp_path / page_name(r)).read_text()
-        assert text.count("<svg") == len(r.wave_sizes) * len(r.operands)  # every operand, every wave size
-        assert r.mnemonic in text and "class=\"cell\"" in text
+        assert text.count("class='pic'") == len(r.wave_sizes) * len(r.operands)  # every operand, every wave size
+        assert r.mnemonic in text and "gallery.js" in text and "gallery.css" in text
+        assert text.index("<pre>") < text.index("class='pic'")  # the explain summary comes first
     index = (tmp_path / "index.html").read_text()
     assert "href='rdna3.html'" in index and "href='sm80.html'" in index
+    assert (tmp_path / "gallery.js").stat().st_size > 1000 and (tmp_path / "gallery.css").exists()
 
 
-@pytest.mark.slow
-def test_the_whole_catalog_has_pictures(tmp_path):
+def test_picture_data_is_the_layout(tmp_path):
+    """Each picture's cell list is the layout's location records (decoded independently of the page)."""
+    row = lookup("v_wmma_f32_16x16x16_f16", "gfx1100")
+    build_gallery(tmp_path, families=["rdna3"])
+    text = (tmp_path / page_name(row)).read_text()
+    pics = json.loads(re.search(r"<script type='application/json' id='pics'>(.*?)</script>", text).group(1))
+    a = pics[0]["data"]  # wave32 A: 16x16 f16, each element in lane i and i+16, slot k
+    cells = {tuple(a["d"][i:i + 6]) for i in range(0, len(a["d"]), 6)}
+    assert (a["rows"], a["cols"], a["bits"]) == (16, 16, 16) and len(cells) == 512
+    # RDNA3 ISA 7.9: A[i][k] in lanes i and i+16, VGPR k/2, bits 16*(k%2)
+    assert cells == {(i, k, lane, k // 2, 16 * (k % 2), 16 * (k % 2) + 15) for i in range(16) for k in range(16)
+                     for lane in (i, i + 16)}
+    # C and D share one data entry: 4 operands, but only 3 distinct layouts per wave size
+    assert text.count("class='pic'") == 8 and len(pics) == 6
+
+
+def test_sparse_page_shows_the_selection(tmp_path):
+    row = next(r for r in rows() if r.family == "cdna3" and r.mnemonic == "v_smfmac_f32_16x16x32_f16")
+    build_gallery(tmp_path, families=["cdna3"])
+    text = (tmp_path / page_name(row)).read_text()
+    assert "one 2:4 selection" in text
+    pics = json.loads(re.search(r"id='pics'>(.*?)</script>", text).group(1))
+    sel = next(p["data"] for p in pics if p["data"].get("sel"))
+    cells = [tuple(sel["d"][i:i + 6]) for i in range(0, len(sel["d"]), 6)]
+    # half the dense 16x32 A is kept (k % 4 = 1, 3), two f16 per 32-bit slot at bits 0-15 and 16-31
+    assert len(cells) == 256 and {c[1] % 4 for c in cells} == {1, 3}
+    assert {(c[4], c[5]) for c in cells} == {(0, 15), (16, 31)}
+    assert all((c[1] % 4 == 1) == (c[4] == 0) for c in cells)
+
+
+def test_the_whole_gallery_is_small(tmp_path):
     pages = build_gallery(tmp_path)
     assert len(pages) == 1 + len({r.family for r in rows()}) + len(rows())
+    sizes = [p.stat().st_size for p in tmp_path.iterdir()]
+    total = sum(sizes)
+    print(f"gallery: {len(pages)} pages, {total / 1e6:.1f} MB, largest file {max(sizes) / 1e6:.2f} MB")
+    assert total <= 30e6 and max(sizes) <= 1e6
 
 
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+def _dom(tmp_path: Path, page: Path) -> str:
+    flags = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'chr'}"]
+    return subprocess.run([*flags, "--dump-dom", f"file://{page}#selftest"], capture_output=True, text=True,
+                          timeout=120).stdout
+
+
 @pytest.mark.skipif(_chromium() is None, reason="needs a headless Chromium (Debian package chromium)")
 def test_renders_in_headless_chromium_and_hover_works(tmp_path):
     build_gallery(tmp_path, families=["rdna3"])
-    page = tmp_path / page_name(next(r for r in rows() if r.family == "rdna3"))
-    flags = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'chr'}"]
-    dom = subprocess.run([*flags, "--dump-dom", f"file://{page}#selftest"], capture_output=True, text=True,
-                         timeout=120).stdout
+    row = lookup("v_wmma_f32_16x16x16_f16", "gfx1100")
+    page = tmp_path / page_name(row)
+    dom = _dom(tmp_path, page)
     # the page's own hover handler ran in Chromium: the first cell (i=0, k=0 of RDNA3's A) is in
     # lanes 0 and 16, VGPR 0, bits 0-15
     m = re.search(r"<title>hover: ([^<]*)</title>", dom)
     assert m and m.group(1) == "i=0, k=0: lane 0, v0[0:15]; lane 16, v0[0:15] (replicated)"
+    # every tooltip of the drawn A picture equals the SVG picture's (tilesim.layouts.pictures.svg)
+    drawn = re.findall(r'<rect class="cell"[^>]*><title>([^<]*)</title>', dom)
+    ns = "{http://www.w3.org/2000/svg}"
+    ref = [r.find(f"{ns}title").text for r in ET.fromstring(svg(row.layout("A"), names=("i", "k"))).iter(f"{ns}rect")
+           if r.get("class") == "cell"]
+    assert drawn[:256] == ref
+    assert re.search(r'data-overlaps="0"', dom)  # no label overlaps, replicated stripes included
+    flags = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chr'}"]
     shot = tmp_path / "gallery.png"
     subprocess.run([*flags, "--window-size=1300,900", f"--screenshot={shot}", f"file://{page}#selftest"],
                    capture_output=True, timeout=120)

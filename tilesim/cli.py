@@ -123,8 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ck = sub.add_parser("check", help="verify tile programs (operand layouts, replication, targets, budgets)",
                         description="FILE is a program JSON (Program.to_json()) or a Python file whose "
-                        "programs() returns specialised programs (see examples/). Exit 1 when a check fails.")
-    ck.add_argument("file")
+                        "programs() returns specialised programs (see examples/); several files and folders may "
+                        "be given (a folder: its *.py and *.json files, not those starting with _). Exit 1 when "
+                        "a check fails.")
+    ck.add_argument("file", nargs="+", help="program files (.py with programs(), or .json) and folders of them")
     ck.add_argument("--target", default=None, help="only the programs for this target")
     ck.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -207,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     gl = sub.add_parser("gallery", help="write a static HTML gallery of every instruction's layouts")
     gl.add_argument("outdir")
     gl.add_argument("--family", action="append", default=None, help="only these families (repeatable), e.g. rdna3")
+    gl.add_argument("--format", choices=("text", "json"), default="text",
+                    help="json: the pages written, their sizes and the total (progress goes to stderr only on a terminal)")
 
     eu = sub.add_parser("emulate", help="compile a HIP file and run one kernel in tilesim's AMDGPU ISA emulator",
                         description="Arguments in the kernel's parameter order: NAME=DTYPE[D0,D1] (random), "
@@ -446,10 +450,36 @@ def _user(module: object, fn: str, path: str, *args: object, **kwargs: object) -
         raise TilesimError(f"{path}: {fn}() raised {type(e).__name__}: {e}") from None
 
 
+def _expand_paths(paths: list[str]) -> list[str]:
+    """Files as given; a folder becomes its ``*.py`` and ``*.json`` files (sorted, none starting with ``_``)."""
+    from pathlib import Path
+
+    out = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            found = sorted(str(q) for q in p.iterdir() if q.suffix in (".py", ".json") and not q.name.startswith("_")
+                           and q.is_file())
+            if not found:
+                raise TilesimError(f"{path}: a folder with no .py or .json program files")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
 def _cmd_check(args: argparse.Namespace) -> tuple[str, int]:
     from tilesim.ir.verify import check
 
-    progs, _ = _load_programs(args.file, args.target)
+    progs, paths = [], _expand_paths(args.file)
+    for path in paths:
+        try:
+            progs += _load_programs(path, args.target)[0]
+        except TilesimError as e:  # several files: one without a program for --target is not an error
+            if not (args.target and len(paths) > 1 and " has no program for " in str(e)):
+                raise
+    if not progs:
+        raise TilesimError(f"no program for {args.target} in {', '.join(args.file)}")
     reports = [check(p) for p in progs]
     code = 0 if all(r.ok for r in reports) else 1
     if args.format == "json":
@@ -609,7 +639,17 @@ def _cmd_gallery(args: argparse.Namespace) -> str:
     bad = [f for f in (args.family or []) if f not in fams]
     if bad:
         raise TilesimError(f"unknown family {bad[0]!r}; families: {', '.join(fams)}")
-    pages = build_gallery(args.outdir, args.family)
+    from pathlib import Path
+
+    def progress(done: int, total: int) -> None:  # a terminal sees it; pipes and logs stay clean
+        print(f"\r  gallery: {done}/{total} instruction pages", end="" if done < total else "\n", file=sys.stderr,
+              flush=True)
+
+    pages = build_gallery(args.outdir, args.family, progress=progress if sys.stderr.isatty() else None)
+    if args.format == "json":
+        files = sorted(p for p in Path(args.outdir).iterdir() if p.is_file())
+        return json.dumps({"outdir": str(args.outdir), "index": str(pages[0]), "pages": [str(p) for p in pages],
+                           "bytes": sum(p.stat().st_size for p in files), "files": len(files)}, indent=1)
     return f"wrote {len(pages)} pages to {args.outdir} (open {pages[0]})"
 
 

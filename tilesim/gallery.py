@@ -1,24 +1,34 @@
 """``tilesim gallery OUTDIR``: a static HTML site (no server) of every catalog instruction.
 
-One index page, one page per architecture family, one page per instruction with the pictures of
-its operands (every wave size) and its explain text. Hovering a cell shows lane, VGPR, bits and
-element in an info panel (a few lines of JavaScript reading each cell's tooltip). Opening a page
-with ``#selftest`` hovers the first cell programmatically, so a headless browser can check that
-hovering works (tests/test_gallery.py does, with Chromium).
+One index page, one page per architecture family, one page per instruction: first its explain text
+(the summary a reader wants), then the pictures of its operands for every wave size. Hovering a
+cell shows lane, VGPR, bits and element in an info panel. Opening a page with ``#selftest`` hovers
+the first cell programmatically, so a headless browser can check that hovering works
+(tests/test_gallery.py does, with Chromium).
+
+Size: the pictures are drawn in the browser by one shared script (``gallery.js``, with
+``gallery.css``) from each page's compact cell list — six integers per stored element copy —
+instead of inlining the SVG markup (about 400 bytes per cell), and an operand whose layout equals
+one already on the page (C and D, usually) reuses its data. The whole catalog went from 225 MB to a
+few MB. The drawing follows :func:`tilesim.layouts.pictures.svg` (colours, stripes for replicated
+copies, tooltips); the Chromium test compares the two tooltip by tooltip.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-from tilesim.layouts.pictures import svg
+from tilesim.layouts.layout import Layout
+from tilesim.layouts.pictures import lane_colour
 from tilesim.matrix.catalog import rows
 from tilesim.matrix.explain import explain
 from tilesim.matrix.instruction import MatrixInstruction
 
-__all__ = ["build_gallery", "page_name"]
+__all__ = ["build_gallery", "page_name", "picture_data"]
 
 _NAMES = {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j"), "K": ("i", "k")}
 
@@ -27,49 +37,162 @@ _STYLE = """body{font-family:sans-serif;margin:20px;max-width:1400px}
 font-size:13px}
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 .op{display:inline-block;vertical-align:top;margin:0 16px 16px 0}
-a{color:#225}"""
+a{color:#225}
+svg text{font-family:sans-serif}
+.ax{font-size:11px;font-style:italic;text-anchor:middle}
+.n{font-size:10px;text-anchor:middle}.nr{font-size:10px;text-anchor:end}
+.l{text-anchor:middle}
+.copy{stroke:#555;stroke-width:.5}
+.cell{fill-opacity:0}
+.empty{fill:#eee;stroke:#999}
+.unsel{fill:#f4f4f4;stroke:#ccc}
+"""
 
-_SCRIPT = """<script>
-function tsHover(ev){var t=ev.target.querySelector('title');if(t){document.getElementById('info').textContent=t.textContent;}}
-document.querySelectorAll('rect.cell').forEach(function(r){r.addEventListener('mouseover',tsHover);});
+# Draws one picture per <div class="pic" data-i=N> from the page's JSON (id "pics"); geometry and
+# tooltips as tilesim.layouts.pictures.svg: cell 46 px, padding 40, stripes per replicated copy.
+_SCRIPT = r"""(function(){
+var NS='http://www.w3.org/2000/svg',C=46,P=40;
+function el(tag,attrs,text){var e=document.createElementNS(NS,tag);for(var k in attrs)e.setAttribute(k,attrs[k]);
+ if(text!==undefined)e.textContent=text;return e;}
+function reg(v,lo,hi,bits){return bits===32?'v'+v:(bits===64?'v['+(v+1)+':'+v+']':'v'+v+'['+lo+':'+hi+']');}
+function draw(p,cols){
+ var W=P*2+p.cols*C,H=P*2+24+p.rows*C,x0=P,y0=P+24;
+ var s=el('svg',{width:W,height:H,viewBox:'0 0 '+W+' '+H});
+ s.appendChild(el('title',{},p.title));s.appendChild(el('rect',{width:'100%',height:'100%',fill:'white'}));
+ s.appendChild(el('text',{x:P,y:18,'font-size':14,'font-weight':'bold'},p.title));
+ s.appendChild(el('text',{'class':'ax',x:x0+p.cols*C/2,y:y0-20},p.names[1]+' \u2192'));
+ var ry=y0+p.rows*C/2;s.appendChild(el('text',{'class':'ax',x:x0-24,y:ry,transform:'rotate(-90 '+(x0-24)+' '+ry+')'},
+  p.names[0]+' \u2192'));
+ for(var c=0;c<p.cols;c++)s.appendChild(el('text',{'class':'n',x:x0+c*C+C/2,y:y0-6},c));
+ var cells={},d=p.d;
+ for(var i=0;i<d.length;i+=6){var key=d[i]*p.cols+d[i+1];(cells[key]=cells[key]||[]).push(d.slice(i+2,i+6));}
+ for(var r=0;r<p.rows;r++){
+  s.appendChild(el('text',{'class':'nr',x:x0-6,y:y0+r*C+C/2+3},r));
+  for(c=0;c<p.cols;c++){
+   var cp=cells[r*p.cols+c]||[],x=x0+c*C,y=y0+r*C;
+   if(!cp.length){s.appendChild(el('rect',{'class':p.sel?'unsel':'empty',x:x,y:y,width:C,height:C},undefined));
+    if(p.sel)s.lastChild.appendChild(el('title',{},p.names[0]+'='+r+', '+p.names[1]+'='+c+': not selected (no register)'));
+    continue;}
+   var w=C/cp.length,tips=[],regs={};
+   cp.forEach(function(q){regs[reg(q[1],q[2],q[3],p.bits)]=1;});
+   var oneReg=Object.keys(regs).length===1;
+   cp.forEach(function(q,k){var rn=reg(q[1],q[2],q[3],p.bits);tips.push('lane '+q[0]+', '+rn);
+    s.appendChild(el('rect',{'class':'copy',x:(x+k*w).toFixed(1),y:y,width:w.toFixed(1),height:C,fill:cols[q[0]]}));
+    // labels never overlap: one stripe gets 'L<lane>', narrow stripes just the number; a register
+    // shared by every copy (replication) is written once across the cell
+    var fs=cp.length===1?9:(cp.length===2?7:6);
+    s.appendChild(el('text',{'class':'l',x:(x+k*w+w/2).toFixed(1),y:y+17,'font-size':fs},(cp.length>2?'':'L')+q[0]));
+    if(!oneReg)s.appendChild(el('text',{'class':'l',x:(x+k*w+w/2).toFixed(1),y:y+31,'font-size':fs-1},rn));});
+   if(oneReg)s.appendChild(el('text',{'class':'l',x:x+C/2,y:y+33,'font-size':cp.length===1?8:7},Object.keys(regs)[0]));
+   var tip=p.names[0]+'='+r+', '+p.names[1]+'='+c+': '+tips.join('; ')+(cp.length>1?' (replicated)':'');
+   var cell=el('rect',{'class':'cell','data-row':r,'data-col':c,x:x,y:y,width:C,height:C});
+   cell.appendChild(el('title',{},tip));s.appendChild(cell);}}
+ return s;}
+var pics=JSON.parse(document.getElementById('pics').textContent);
+document.querySelectorAll('div.pic').forEach(function(div){var p=pics[+div.getAttribute('data-i')];
+ var t=Object.assign({},p.data);t.title=div.getAttribute('data-title');t.names=JSON.parse(div.getAttribute('data-names'));
+ div.appendChild(draw(t,p.colours));});
+function hover(ev){var t=ev.target.querySelector('title');if(t)document.getElementById('info').textContent=t.textContent;}
+document.querySelectorAll('rect.cell').forEach(function(r){r.addEventListener('mouseover',hover);});
 if(location.hash==='#selftest'){var c=document.querySelector('rect.cell');
- if(c){c.dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));document.title='hover: '+document.getElementById('info').textContent;}}
-</script>"""
+ if(c){c.dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));document.title='hover: '+document.getElementById('info').textContent;}
+ // labels that overlap a neighbour on the same line of the same picture (rendered extents)
+ var n=0;document.querySelectorAll('div.pic svg').forEach(function(s){var b=[];
+  s.querySelectorAll('text.l').forEach(function(t){var r=t.getBBox();b.push([Math.round(r.y),r.x,r.x+r.width]);});
+  b.sort(function(p,q){return p[0]-q[0]||p[1]-q[1];});
+  for(var i=1;i<b.length;i++)if(b[i][0]===b[i-1][0]&&b[i][1]<b[i-1][2]-0.5)n++;});
+ document.body.setAttribute('data-overlaps',n);}
+})();
+"""
 
 
 def page_name(row: MatrixInstruction) -> str:
     return f"{row.family}_{re.sub(r'[^0-9A-Za-z_.]', '_', row.mnemonic)}.html"
 
 
-def _page(title: str, body: str) -> str:
+def picture_data(lay: Layout) -> dict:
+    """The compact form gallery.js draws: rows, cols, element bits and (row, col, lane, vgpr, lo, hi) per copy."""
+    rec = lay.location_array()
+    dims = dict(lay.out_dims)
+    flat: list[int] = []
+    for b, r, c, v, lane, lo, hi in rec.tolist():
+        flat += [b * dims["row"] + r, c, lane, v, lo, hi]
+    return {"rows": dims.get("block", 1) * dims["row"], "cols": dims["col"], "bits": lay.elem_bits or 32, "d": flat}
+
+
+def _selection_data(lay: Layout) -> dict:
+    """Sparse A with one example 2:4 selection (k % 4 in {1, 3} kept): where each kept value lands.
+
+    The A operand of SMFMAC/SWMMAC holds, per register slot, only the kept values of its groups of
+    four k, packed in order (the index operand K says which were kept); unselected cells hold nothing.
+    """
+    rec = lay.location_array()
+    dims = dict(lay.out_dims)
+    by_slot: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for b, r, c, v, lane, lo, hi in rec.tolist():
+        by_slot.setdefault((lane, v, lo), []).append((b * dims["row"] + r, c))
+    flat: list[int] = []
+    for (lane, v, lo), elems in by_slot.items():
+        kept = sorted(e for e in elems if e[1] % 4 in (1, 3))
+        width = 32 // max(len(kept), 1)
+        for n, (r, c) in enumerate(kept):
+            flat += [r, c, lane, v, lo + n * width, lo + (n + 1) * width - 1]
+    return {"rows": dims.get("block", 1) * dims["row"], "cols": dims["col"], "bits": 16, "d": flat, "sel": 1}
+
+
+def _page(title: str, body: str, data: list | None = None) -> str:
+    pics = ("<script type='application/json' id='pics'>" + json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+            + "</script><script src='gallery.js'></script>") if data else ""
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body><div id='info'>hover a cell: lane, VGPR, bits, element</div>"
-            f"{body}{_SCRIPT}</body></html>")
+            "<link rel='stylesheet' href='gallery.css'></head><body>"
+            f"<div id='info'>hover a cell: lane, VGPR, bits, element</div>{body}{pics}</body></html>")
 
 
 def _instruction_page(row: MatrixInstruction) -> str:
     parts = [f"<p><a href='index.html'>all families</a> / <a href='{row.family}.html'>{row.family}</a></p>",
              f"<h1>{html.escape(row.mnemonic)}</h1>"]
+    data: list[dict] = []
+    seen: dict[str, int] = {}
+
+    def pic(d: dict, lanes: int, title: str, names: tuple[str, str]) -> str:
+        key = json.dumps(d, sort_keys=True)
+        if key not in seen:  # the same layout twice on a page (C and D) is stored once
+            seen[key] = len(data)
+            data.append({"data": d, "colours": [lane_colour(x, lanes) for x in range(lanes)]})
+        return (f"<div class='pic' data-i='{seen[key]}' data-title='{html.escape(title, quote=True)}' "
+                f"data-names='{html.escape(json.dumps(names), quote=True)}'></div>")
+
     for wave in row.wave_sizes:
         parts.append(f"<h2>wave{wave}</h2>")
+        parts.append(f"<pre>{html.escape(str(explain(row, wave_size=wave)))}</pre>")  # summary first
         for op in row.operands:
             lay = row.layout(op, wave_size=wave)
+            lanes = dict(lay.in_dims)["lane"]
             parts.append(f"<div class='op'><h3>{op}</h3>"
-                         + svg(lay, f"{op} — {row.mnemonic} ({row.family}, wave{wave})", names=_NAMES[op])
+                         + pic(picture_data(lay), lanes, f"{op} — {row.mnemonic} ({row.family}, wave{wave})", _NAMES[op])
                          + "</div>")
-        parts.append(f"<pre>{html.escape(str(explain(row, wave_size=wave)))}</pre>")
-    return _page(f"{row.mnemonic} ({row.family})", "".join(parts))
+            if row.sparse and op == "A":
+                parts.append("<div class='op'><h3>A, one 2:4 selection</h3><p>Kept: k % 4 in {1, 3} (the index "
+                             "operand K says which two of every four are kept); each register slot packs its "
+                             "group's kept values in order; grey cells are not stored.</p>"
+                             + pic(_selection_data(lay), lanes, f"A with k % 4 in {{1, 3}} kept (wave{wave})",
+                                   _NAMES[op]) + "</div>")
+    return _page(f"{row.mnemonic} ({row.family})", "".join(parts), data)
 
 
-def build_gallery(outdir: str | Path, families: list[str] | None = None) -> list[Path]:
-    """Write the gallery; returns the pages written (index first)."""
+def build_gallery(outdir: str | Path, families: list[str] | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> list[Path]:
+    """Write the gallery; returns the pages written (index first). ``progress(done, total)`` after each page."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "gallery.css").write_text(_STYLE)
+    (out / "gallery.js").write_text(_SCRIPT)
     by_family: dict[str, list[MatrixInstruction]] = {}
     for r in rows():
         if families is None or r.family in families:
             by_family.setdefault(r.family, []).append(r)
-    written = []
+    total = sum(len(rs) for rs in by_family.values())
+    written, done = [], 0
     index = ["<h1>tilesim layout gallery</h1><p>Which lane, VGPR and bits hold which matrix element, for every "
              "instruction in the catalog. Colours are lanes; stripes are replicated copies.</p><ul>"]
     for fam, rs in by_family.items():
@@ -83,6 +206,9 @@ def build_gallery(outdir: str | Path, families: list[str] | None = None) -> list
             q = out / page_name(r)
             q.write_text(_instruction_page(r))
             written.append(q)
+            done += 1
+            if progress:
+                progress(done, total)
     idx = out / "index.html"
     idx.write_text(_page("tilesim layout gallery", "".join(index) + "</ul>"))
     return [idx, *written]

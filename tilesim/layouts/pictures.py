@@ -43,6 +43,10 @@ def _cells(lay: Layout) -> tuple[int, int, dict[tuple[int, int], list[tuple[int,
     return rows, cols, cells
 
 
+def _reg(v: int, lo: int, hi: int, bits: int) -> str:
+    return f"v{v}" if bits == 32 else (f"v[{v + 1}:{v}]" if bits == 64 else f"v{v}[{lo}:{hi}]")
+
+
 def _grid(lay: Layout, x0: int, y0: int, highlight: set[tuple[int, int]] | None = None,
           names: tuple[str, str] = ("row", "col")) -> list[str]:
     rows, cols, cells = _cells(lay)
@@ -65,15 +69,23 @@ def _grid(lay: Layout, x0: int, y0: int, highlight: set[tuple[int, int]] | None 
                 continue
             w = _CELL / len(copies)
             tips = []
+            regs = {_reg(v, lo, hi, bits) for _, v, lo, hi in copies}
+            # labels never overlap: narrow stripes get the bare lane number, and a register shared by
+            # every copy (replication: same VGPR and bits in lanes i, i+16, ...) is written once
+            fs = 9 if len(copies) == 1 else 7 if len(copies) == 2 else 6
             for i, (lane, v, lo, hi) in enumerate(copies):
-                reg = f"v{v}" if bits == 32 else (f"v[{v + 1}:{v}]" if bits == 64 else f"v{v}[{lo}:{hi}]")
+                reg = _reg(v, lo, hi, bits)
                 tips.append(f"lane {lane}, {reg}")
                 out.append(f'<rect class="copy" x="{x + i * w:.1f}" y="{y}" width="{w:.1f}" height="{_CELL}" '
                            f'fill="{lane_colour(lane, lanes)}" stroke="#555" stroke-width="0.5"/>')
-                out.append(f'<text x="{x + i * w + w / 2:.1f}" y="{y + 17}" font-size="{9 if len(copies) == 1 else 7}" '
-                           f'text-anchor="middle">L{lane}</text>')
-                out.append(f'<text x="{x + i * w + w / 2:.1f}" y="{y + 31}" font-size="{8 if len(copies) == 1 else 6}" '
-                           f'text-anchor="middle">{html.escape(reg)}</text>')
+                out.append(f'<text x="{x + i * w + w / 2:.1f}" y="{y + 17}" font-size="{fs}" '
+                           f'text-anchor="middle">{"" if len(copies) > 2 else "L"}{lane}</text>')
+                if len(regs) > 1:
+                    out.append(f'<text x="{x + i * w + w / 2:.1f}" y="{y + 31}" font-size="{fs - 1}" '
+                               f'text-anchor="middle">{html.escape(reg)}</text>')
+            if len(regs) == 1:
+                out.append(f'<text x="{x + _CELL / 2:.1f}" y="{y + 33}" font-size="{8 if len(copies) == 1 else 7}" '
+                           f'text-anchor="middle">{html.escape(next(iter(regs)))}</text>')
             tip = f"{names[0]}={r}, {names[1]}={c}: " + "; ".join(tips) + (" (replicated)" if len(copies) > 1 else "")
             stroke = ' stroke="#d00" stroke-width="3"' if highlight and (r, c) in highlight else ' stroke="none"'
             out.append(f'<rect class="cell" data-row="{r}" data-col="{c}" x="{x}" y="{y}" width="{_CELL}" '
