@@ -25,7 +25,7 @@ def test_check_ok_and_failing(capsys):
 def test_simulate_reports_and_inspects(capsys):
     assert main(["simulate", GEMM, "--target", "gfx1100", "--inspect", "%9"]) == 0
     out = capsys.readouterr().out
-    assert "max |C - reference|" in out and "%9 : f32 fragment" in out
+    assert "max |C - reference|" in out and "%9<acc> : f32 fragment" in out  # named after the user's variable
 
 
 @pytest.mark.compiler

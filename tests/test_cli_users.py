@@ -77,3 +77,25 @@ def test_gallery_progress_on_a_terminal(tmp_path):
         if slave >= 0:
             os.close(slave)
     assert p.returncode == 0 and "gallery: 6/6 instruction pages" in err
+
+
+def test_inspect_by_the_users_variable_name(capsys, tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import tilesim as ts\n"
+        "@ts.kernel\n"
+        "def k(X: ts.Tensor['f32', 'M', 'N'], Y: ts.Tensor['f32', 'M', 'N']):\n"
+        "    lay = ts.mma_op('v_wmma_f32_16x16x16_f16').layout('C')\n"
+        "    tile = ts.load(X[0:, 0:], lay)\n"
+        "    doubled: object = tile + tile\n"
+        "    ts.store(Y[0:, 0:], doubled * 3)\n"  # an unnamed temporary
+        "def programs():\n"
+        "    return [k.specialize(target='gfx1201', M=16, N=16)]\n")
+    assert main(["simulate", str(src), "--inspect", "doubled", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)[0]["inspect"]
+    assert doc["value"].endswith("<doubled>")
+    # X is random; `doubled` holds 2*X at the layout's (row, col): lane 5, v3 is (3, 5) on RDNA4 (row v + 8*(lane/16))
+    rec = next(r for r in doc["records"] if r["lane"] == 5 and r["vgpr"] == 3)
+    assert (rec["row"], rec["col"]) == (3, 5)
+    code, _, err = _run(capsys, "simulate", str(src), "--inspect", "nope")
+    assert code != 0 and "%" in err and "<tile>" in err and "<doubled>" in err

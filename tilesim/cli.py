@@ -28,7 +28,7 @@ _EPILOG = """examples:
   tilesim compile examples/gemm.py --target gfx1201 --isa
   tilesim port examples/gemm.py --target gfx942 --to gfx1201
   tilesim check-layout "AMDMFMALayout(3, [32, 32, 8], False, [1, 1])" --arch gfx942
-  tilesim simulate examples/gemm.py --target gfx1201 --inspect %9
+  tilesim simulate examples/gemm.py --target gfx1201 --inspect acc
   tilesim demo
 
 exit statuses of run, simulate and check (2: a usage or input error, for every command):
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "output differs from reference() beyond the numerics model's tolerance.")
     sm.add_argument("file")
     sm.add_argument("--target", default=None, help="only the programs for this target")
-    sm.add_argument("--inspect", default=None, metavar="VALUE", help="print a fragment's registers: %%ID or id")
+    sm.add_argument("--inspect", default=None, metavar="VALUE", help="print a fragment's registers: the kernel's variable name (acc), %%ID or id")
     sm.add_argument("--wave", type=int, default=0, help="wave to inspect (default 0)")
     sm.add_argument("--workgroup", type=int, default=0, help="workgroup to inspect (default 0)")
     sm.add_argument("--seed", type=int, default=0)

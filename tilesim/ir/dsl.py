@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import operator
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -78,6 +80,8 @@ class _Trace:
 
     def value(self, kind: str, **kw: Any) -> Value:
         self.next_id += 1
+        if kind == "frag" and "name" not in kw:  # `acc = ts.mma(...)` -> %9<acc>, so --inspect acc works
+            kw["name"] = _assigned_name()
         return Value(self.next_id, kind, **kw)
 
     def emit(self, kind: str, out: Value | None, args: tuple[Any, ...] = (), **attrs: Any) -> None:
@@ -131,6 +135,26 @@ def _user_line() -> str:
     while f is not None and f.f_code.co_filename == __file__:
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "?"
+
+
+_ASSIGN = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+
+
+def _assigned_name() -> str:
+    """The variable the user's current source line assigns (``acc = ts.mma(...)`` -> ``acc``), else "".
+
+    Read from the source line (linecache) rather than by tracing the kernel's frames: no
+    ``sys.settrace`` to fight with debuggers and coverage. Only a plain ``name = ...`` line names
+    a value (tuple targets, augmented assignments and expressions leave it unnamed); every fragment
+    the line creates gets the name, and lookups by name take the last one — the line's result.
+    """
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename == __file__:
+        f = f.f_back
+    if f is None:
+        return ""
+    m = _ASSIGN.match(linecache.getline(f.f_code.co_filename, f.f_lineno))
+    return m.group(1) if m else ""
 
 
 _TRACE: list[_Trace] = []
