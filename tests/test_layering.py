@@ -5,7 +5,7 @@ Every module under ``tilesim/`` is parsed with :mod:`ast` (nothing is imported) 
 under ``if TYPE_CHECKING:``. The documented order (docs/architecture.md), lowest first::
 
     errors, budget < targets < layouts < matrix < ir < {wave, codegen} < hw < isa < diff
-        < {frameworks, port} < {cli, __main__, testing, demo, gallery, the top-level tilesim/__init__}
+        < {frameworks, port} < {cli, __main__, testing, demo, gallery, examples, the top-level tilesim/__init__}
 
 A module may import its own package and any lower layer. It may not import a higher layer, nor a
 peer package of its own layer (``wave`` and ``codegen`` do not know each other). Imports inside
@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("isa",),
     ("diff",),
     ("frameworks", "port"),
-    ("cli", "__main__", "testing", "demo", "gallery", "__init__"),
+    ("cli", "__main__", "testing", "demo", "gallery", "examples", "__init__"),
 )
 LAZY_OK = {"tilesim.cli"}  # function-level imports across packages: start-up time of the CLI
 
