@@ -468,6 +468,36 @@ def _expand_paths(paths: list[str]) -> list[str]:
     return out
 
 
+def _reference(ref: object, prog: object, path: str) -> dict:
+    """The user's ``reference()`` result, checked: ``{output tensor: real array of its shape}``."""
+    import numpy as np
+
+    from tilesim.errors import InputError
+    from tilesim.errors import choices as _choices
+
+    from collections.abc import Mapping
+
+    outs = {t.name: t.shape for t in prog.tensors if t.output}
+    if not isinstance(ref, Mapping):
+        raise InputError(f"{path}: reference() must return a dict {{output tensor: array}}, got "
+                         f"{type(ref).__name__}; outputs: {_choices(outs)}"[:300])
+    checked = {}
+    for k, v in ref.items():
+        if k not in outs:
+            raise InputError(f"{path}: reference() returned {k!r}, not an output of {prog.name}; outputs: "
+                             f"{_choices(outs)}"[:300])
+        try:
+            if np.asarray(v).dtype.kind == "c":
+                raise TypeError("complex")
+            a = np.asarray(v, np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"{path}: reference()[{k!r}] is not a real numeric array: {str(v)[:60]!r}") from None
+        if a.shape != tuple(outs[k]):
+            raise InputError(f"{path}: reference()[{k!r}] has shape {a.shape}; output {k} has shape {tuple(outs[k])}")
+        checked[k] = np.asarray(v)  # as given: the verdict decides how to compare
+    return checked
+
+
 def _cmd_check(args: argparse.Namespace) -> tuple[str, int]:
     from tilesim.ir.verify import check
 
@@ -510,7 +540,8 @@ def _cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
         res = simulate(prog, **arrays)
         errs, verdict = {}, "simulated"
         if module is not None and hasattr(module, "reference"):
-            ref = check_reference(prog, res.outputs, _user(module, "reference", args.file, **arrays), arrays)
+            ref = check_reference(prog, res.outputs, _reference(_user(module, "reference", args.file, **arrays), prog,
+                                                                 args.file), arrays)
             errs = dict(ref.max_abs)
             verdict = "reference OK" if ref.ok else "REFERENCE MISMATCH: " + ref.describe()
             code = code if ref.ok else 1
@@ -580,8 +611,8 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
             rng = np.random.default_rng(args.seed)
             arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np) for t in prog.tensors
                       if not t.output}
-        ref = _user(module, "reference", args.file, **arrays) if module is not None and hasattr(module, "reference") \
-            else None
+        ref = _reference(_user(module, "reference", args.file, **arrays), prog, args.file) \
+            if module is not None and hasattr(module, "reference") else None
         verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout, **arrays))
     code = exit_status(verdicts)
     bad = [v for v in verdicts if v.mismatch_counts is not None]

@@ -18,6 +18,8 @@ __all__ = [
     "VerifyError",
     "ToolchainError",
     "DeviceError",
+    "BudgetError",
+    "InputError",
     "choices",
     "did_you_mean",
 ]
@@ -71,6 +73,22 @@ class DeviceError(TilesimError):
         self.kind = kind
         self.exit_status = exit_status
         self.timeout_s = timeout_s
+
+
+class BudgetError(TilesimError):
+    """Work over a resource budget (``tilesim.budget``): the message names the estimate, the limit and
+    the knob; ``budget``, ``estimate`` and ``limit`` carry them for code."""
+
+    def __init__(self, message: str = "", *, budget: str = "", estimate: int | None = None,
+                 limit: int | None = None) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.estimate = estimate
+        self.limit = limit
+
+
+class InputError(TilesimError, ValueError):
+    """A malformed argument or input value (wrong type, out of range, unknown name)."""
 
 
 def choices(values: Iterable[object], limit: int = 40) -> str:

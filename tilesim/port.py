@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesim.budget import check_runs
 from tilesim.errors import TilesimError, choices
 from tilesim.targets import get_target
 from tilesim.ir.core import Block, Op, Program, Value
@@ -389,6 +390,7 @@ def port(prog: Program, target: str, *, instr: str | None = None, wave_size: int
     """
     if not isinstance(prog, Program):
         raise PortError(f"port() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
+    check_runs(random_runs, max_lines)
     t = get_target(target)
     wave = wave_size if wave_size is not None else t.default_wave
     if wave not in t.wave_sizes:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesim.budget import check_program
 from tilesim.errors import TargetError, TilesimError, VerifyError
 from tilesim.targets import get_target, occupancy
 from tilesim.ir.accesses import analyse
@@ -106,6 +107,7 @@ def check(prog: Program) -> CheckReport:
     """Verify a program; returns a :class:`CheckReport` (``.ok``, ``.findings``, ``.raise_if_errors()``)."""
     if not isinstance(prog, Program):
         raise TilesimError(f"check() takes a specialised Program, got {type(prog).__name__}")
+    check_program(prog)  # before anything sized by the program is allocated (tilesim.budget)
     rep = CheckReport(prog)
     t = get_target(prog.target)
     rep.findings += structure(prog)

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from tilesim.budget import check_positions
 from tilesim.errors import LayoutError
 from tilesim.layouts.algebra import compose_keys, product_pairs
 
@@ -81,6 +82,7 @@ def _norm_dims(dims: Mapping[str, int] | Iterable[tuple[str, int]], what: str) -
     out = tuple((str(n), int(s)) for n, s in items)
     if math.prod(s for _, s in out) >= 2**31:
         raise LayoutError(f"{what} dims {out} span 2**31 or more positions; too large for an exact table")
+    check_positions(math.prod(s for _, s in out), f"a layout with {what} dims {dict(out)}")
     return out
 
 

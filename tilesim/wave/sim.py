@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesim.budget import check_program
 from tilesim.errors import TilesimError, VerifyError
 from tilesim.targets import get_target
 from tilesim.ir.analysis import vgpr_estimate
@@ -39,6 +40,7 @@ from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
 from tilesim.wave.codec import Codec, codec
 from tilesim.wave.fused import run_fused_loop
+from tilesim.wave.inputs import check_inputs
 from tilesim.wave.provenance import Provenance, ProvenanceMap
 from tilesim.wave.kernels import HAVE_NUMBA, batched_dot, gather_windows, lds_bank_cycles, lds_races
 
@@ -609,10 +611,12 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
     """
     if not isinstance(prog, Program):
         raise TilesimError(f"simulate() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
+    check_program(prog)  # before the tensors and register state are allocated (tilesim.budget)
+    trace = check_inputs(prog, arrays, trace)
     bad = [f for f in structure(prog) if f.severity == "error"]
     if bad:  # what the simulator cannot represent is refused here, as check() reports it
         raise VerifyError(f"cannot simulate {prog.name}: " + "; ".join(str(f) for f in bad[:3]))
-    sim = _Sim(prog, arrays, exact, tuple(trace))
+    sim = _Sim(prog, arrays, exact, trace)
     try:
         sim.run(prog.body)
     except TilesimError:
