@@ -163,3 +163,44 @@ def test_concurrent_real_compiles_share_one_cache(tmp_path):
     assert stored(next(iter(by_key[(other, "gfx1201")]))) == {"2.0"}
     assert stored(next(iter(by_key[(SRC, "gfx1201")]))) == {"1.0"}
     assert len(list(tmp_path.rglob("*.s"))) == 3 and not list(tmp_path.rglob(".tmp-*"))
+
+
+# ---------------------------------------------------------------- symbolic links (issue 19 item 5)
+def test_a_symlinked_shard_folder_is_never_read_written_or_deleted_through(tmp_path, monkeypatch):
+    cache, outside = tmp_path / "cache", tmp_path / "outside"
+    cache.mkdir()
+    outside.mkdir()
+    monkeypatch.setenv("TILESIM_CACHE", str(cache))
+    monkeypatch.delenv("TILESIM_NO_CACHE", raising=False)
+    key = "ab" + "8" * 62
+    (cache / "ab").symlink_to(outside, target_is_directory=True)
+    with pytest.warns(RuntimeWarning, match="symbolic link"):
+        offline._cache_put(key, _body(key, 0))
+    assert list(outside.iterdir()) == []  # nothing written outside the cache
+    # a well-formed entry planted behind the link is neither trusted nor deleted
+    planted = outside / f"{key}.s"
+    other = tmp_path / "elsewhere"
+    monkeypatch.setenv("TILESIM_CACHE", str(other))
+    offline._cache_put(key, "planted isa")
+    planted.write_bytes((other / "ab" / f"{key}.s").read_bytes())
+    monkeypatch.setenv("TILESIM_CACHE", str(cache))
+    with pytest.warns(RuntimeWarning, match="symbolic link"):
+        assert offline._cache_get(key) is None
+    assert planted.exists() and (cache / "ab").is_symlink()
+
+
+def test_a_symlinked_entry_is_removed_not_followed(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILESIM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TILESIM_NO_CACHE", raising=False)
+    key = "cd" + "9" * 62
+    victim = tmp_path / "victim.txt"
+    victim.write_text("user data\n")
+    (tmp_path / "cache" / "cd").mkdir(parents=True)
+    entry = tmp_path / "cache" / "cd" / f"{key}.s"
+    entry.symlink_to(victim)
+    assert offline._cache_get(key) is None
+    assert not entry.is_symlink() and victim.read_text() == "user data\n"  # the link went, its target stayed
+    entry.symlink_to(victim)
+    offline._cache_put(key, "isa text")
+    assert not entry.is_symlink() and victim.read_text() == "user data\n"
+    assert offline._cache_get(key) == "isa text"

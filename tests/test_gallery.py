@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tilesim.errors import OutputError
 from tilesim.gallery import build_gallery, page_name
 from tilesim.layouts.pictures import svg
 from tilesim.matrix import lookup
@@ -107,3 +108,92 @@ def test_renders_in_headless_chromium_and_hover_works(tmp_path):
     subprocess.run([*flags, "--window-size=1300,900", f"--screenshot={shot}", f"file://{page}#selftest"],
                    capture_output=True, timeout=120)
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000
+
+
+# ---------------------------------------------------------------- links and atomic writes (issue 19 item 5)
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    import os
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "tilesim.cli", *argv], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def _one_line_error(r: subprocess.CompletedProcess, *words: str) -> None:
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("tilesim: error: ") and all(w in r.stderr for w in words), r.stderr
+
+
+def test_a_planted_index_link_is_refused_and_its_target_untouched(tmp_path):
+    out, victim = tmp_path / "site", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("precious\n")
+    (out / "index.html").symlink_to(victim)
+    with pytest.raises(OutputError, match="symbolic link"):
+        build_gallery(out, families=["rdna3"])
+    assert victim.read_text() == "precious\n" and (out / "index.html").is_symlink()
+    assert list(out.iterdir()) == [out / "index.html"]  # all or nothing: no page was written
+    _one_line_error(_cli("gallery", str(out), "--family", "rdna3"), "symbolic link", "index.html")
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_linked_outdir_and_a_file_outdir_are_refused(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    with pytest.raises(OutputError, match="symbolic link"):
+        build_gallery(tmp_path / "link", families=["rdna3"])
+    assert list(real.iterdir()) == []
+    (tmp_path / "afile").write_text("x")
+    r = _cli("gallery", str(tmp_path / "afile"), "--family", "rdna3")
+    _one_line_error(r, "is a file")
+    assert "Errno" not in r.stderr
+
+
+def test_the_gallery_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    import tilesim.gallery as g
+
+    calls = []
+
+    def failing(row):
+        calls.append(row)
+        if len(calls) == 3:
+            raise RuntimeError("disk full, say")
+        return "<html>page</html>"
+
+    monkeypatch.setattr(g, "_instruction_page", failing)
+    with pytest.raises(RuntimeError):
+        build_gallery(tmp_path / "new", families=["rdna3"])
+    assert list(tmp_path.iterdir()) == []  # no half gallery, no temporary folder left
+    old = tmp_path / "old"
+    monkeypatch.undo()
+    build_gallery(old, families=["sm80"])
+    before = {p.name: p.read_text() for p in old.iterdir()}
+    calls.clear()
+    monkeypatch.setattr(g, "_instruction_page", failing)
+    with pytest.raises(RuntimeError):
+        build_gallery(old, families=["sm80"])
+    assert {p.name: p.read_text() for p in old.iterdir()} == before  # the old pages stand
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old"]
+
+
+def test_cli_out_paths_never_write_through_links(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "pic.svg"
+    link.symlink_to(victim)
+    r = _cli("layout", "--arch", "gfx1201", "--instr", "v_wmma_f32_16x16x16_f16", "--operand", "C",
+             "--format", "svg", "--out", str(link))
+    _one_line_error(r, "--out", "symbolic link")
+    assert victim.read_text() == "precious\n"
+    dangling = tmp_path / "gone.svg"
+    dangling.symlink_to(tmp_path / "created-through-link.svg")
+    _one_line_error(_cli("layout", "--arch", "gfx1201", "--instr", "v_wmma_f32_16x16x16_f16", "--operand", "C",
+                         "--format", "svg", "--out", str(dangling)), "symbolic link")
+    assert not (tmp_path / "created-through-link.svg").exists()
+    ok = tmp_path / "real.svg"
+    r = _cli("layout", "--arch", "gfx1201", "--instr", "v_wmma_f32_16x16x16_f16", "--operand", "C",
+             "--format", "svg", "--out", str(ok))
+    assert r.returncode == 0 and ok.read_text().startswith("<svg") and not ok.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gone.svg", "pic.svg", "real.svg", "victim.txt"]

@@ -318,10 +318,19 @@ def _cmd_layout(args: argparse.Namespace) -> str:
         if args.format == "png":
             if not args.out:
                 raise TilesimError("--format png needs --out FILE")
-            png(text, args.out)
+            import io
+
+            from tilesim.files import refuse_link, write_output
+
+            refuse_link(args.out, "--out")  # before rendering
+            buf = io.BytesIO()
+            png(text, buf)
+            write_output(args.out, buf.getvalue(), "--out")
             return f"wrote {args.out}"
         if args.out:
-            Path(args.out).write_text(text)
+            from tilesim.files import write_output
+
+            write_output(args.out, text, "--out")
             return f"wrote {args.out}"
         return text
     if args.view == "registers" and args.format in ("table", "markdown"):
@@ -617,9 +626,9 @@ def _cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     code = exit_status(verdicts)
     bad = [v for v in verdicts if v.mismatch_counts is not None]
     if args.heatmap and bad:
-        from pathlib import Path
+        from tilesim.files import write_output
 
-        Path(args.heatmap).write_text(bad[0].heatmap_svg())
+        write_output(args.heatmap, bad[0].heatmap_svg(), "--heatmap")
     if args.format == "json":
         return json.dumps([v.to_dict() for v in verdicts], indent=1), code
     return "\n\n".join(str(v) for v in verdicts), code
@@ -772,7 +781,35 @@ _COMMANDS = {
 }
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that ``finally`` blocks run (temporary folders removed,
+    compiler process groups killed); a BaseException so the user's ``except Exception`` cannot keep it."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if in_main else None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # SIGINT: one line, the shell's 128 + 2
+        print("tilesim: interrupted", file=sys.stderr)
+        return 130
+    except _Terminated:  # 128 + SIGTERM (15)
+        print("tilesim: terminated", file=sys.stderr)
+        return 143
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, old_term if old_term is not None else signal.SIG_DFL)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         try:

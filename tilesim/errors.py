@@ -20,6 +20,7 @@ __all__ = [
     "DeviceError",
     "BudgetError",
     "InputError",
+    "OutputError",
     "choices",
     "did_you_mean",
 ]
@@ -89,6 +90,10 @@ class BudgetError(TilesimError):
 
 class InputError(TilesimError, ValueError):
     """A malformed argument or input value (wrong type, out of range, unknown name)."""
+
+
+class OutputError(TilesimError):
+    """An output path tilesim will not write: a symbolic link, a file where a folder belongs, or the reverse."""
 
 
 def choices(values: Iterable[object], limit: int = 40) -> str:

@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from tilesim.errors import OutputError
+from tilesim.files import refuse_link
 from tilesim.layouts.layout import Layout
 from tilesim.layouts.pictures import lane_colour
 from tilesim.matrix.catalog import rows
@@ -182,33 +187,56 @@ def _instruction_page(row: MatrixInstruction) -> str:
 
 def build_gallery(outdir: str | Path, families: list[str] | None = None,
                   progress: Callable[[int, int], None] | None = None) -> list[Path]:
-    """Write the gallery; returns the pages written (index first). ``progress(done, total)`` after each page."""
-    out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gallery.css").write_text(_STYLE)
-    (out / "gallery.js").write_text(_SCRIPT)
+    """Write the gallery; returns the pages written (index first). ``progress(done, total)`` after each page.
+
+    A new ``outdir`` appears whole: the pages are written into a temporary folder beside it, which
+    is then renamed. Into an existing folder each page is replaced whole (``os.replace``); nothing
+    is written through a symbolic link (``outdir`` itself, or a page name planted as a link).
+    """
+    out = refuse_link(outdir, "gallery folder")
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"gallery folder {out} is a file; choose a folder (new or existing) for the pages")
+    parent = out.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
     by_family: dict[str, list[MatrixInstruction]] = {}
     for r in rows():
         if families is None or r.family in families:
             by_family.setdefault(r.family, []).append(r)
+    names = ["index.html", *(n for fam, rs in by_family.items() for n in (f"{fam}.html", *map(page_name, rs)))]
+    extra = ["gallery.css", "gallery.js"]
+    if out.exists():
+        for n in names + extra:  # before anything is written: all or nothing
+            refuse_link(out / n, "gallery page")
+            if (out / n).is_dir():
+                raise OutputError(f"gallery page {out / n} is a folder; remove it or choose another folder")
     total = sum(len(rs) for rs in by_family.values())
-    written, done = [], 0
-    index = ["<h1>tilesim layout gallery</h1><p>Which lane, VGPR and bits hold which matrix element, for every "
-             "instruction in the catalog. Colours are lanes; stripes are replicated copies.</p><ul>"]
-    for fam, rs in by_family.items():
-        index.append(f"<li><a href='{fam}.html'>{fam}</a> ({len(rs)} instructions; targets {', '.join(rs[0].targets)})</li>")
-        items = "".join(f"<li><a href='{page_name(r)}'>{html.escape(r.mnemonic)}</a> — {r.m}x{r.n}x{r.k}"
-                        f"{f' x{r.blocks} blocks' if r.blocks > 1 else ''}, {r.types[0]} -> {r.types[3]}</li>" for r in rs)
-        p = out / f"{fam}.html"
-        p.write_text(_page(f"tilesim: {fam}", f"<p><a href='index.html'>all families</a></p><h1>{fam}</h1><ul>{items}</ul>"))
-        written.append(p)
-        for r in rs:
-            q = out / page_name(r)
-            q.write_text(_instruction_page(r))
-            written.append(q)
-            done += 1
-            if progress:
-                progress(done, total)
-    idx = out / "index.html"
-    idx.write_text(_page("tilesim layout gallery", "".join(index) + "</ul>"))
-    return [idx, *written]
+    done = 0
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent))
+    try:
+        (tmp / "gallery.css").write_text(_STYLE)
+        (tmp / "gallery.js").write_text(_SCRIPT)
+        index = ["<h1>tilesim layout gallery</h1><p>Which lane, VGPR and bits hold which matrix element, for every "
+                 "instruction in the catalog. Colours are lanes; stripes are replicated copies.</p><ul>"]
+        for fam, rs in by_family.items():
+            index.append(f"<li><a href='{fam}.html'>{fam}</a> ({len(rs)} instructions; targets "
+                         f"{', '.join(rs[0].targets)})</li>")
+            items = "".join(f"<li><a href='{page_name(r)}'>{html.escape(r.mnemonic)}</a> — {r.m}x{r.n}x{r.k}"
+                            f"{f' x{r.blocks} blocks' if r.blocks > 1 else ''}, {r.types[0]} -> {r.types[3]}</li>"
+                            for r in rs)
+            (tmp / f"{fam}.html").write_text(_page(f"tilesim: {fam}", f"<p><a href='index.html'>all families</a></p>"
+                                                                     f"<h1>{fam}</h1><ul>{items}</ul>"))
+            for r in rs:
+                (tmp / page_name(r)).write_text(_instruction_page(r))
+                done += 1
+                if progress:
+                    progress(done, total)
+        (tmp / "index.html").write_text(_page("tilesim layout gallery", "".join(index) + "</ul>"))
+        if out.exists():
+            for n in extra + names:
+                os.replace(tmp / n, out / n)
+        else:
+            os.chmod(tmp, 0o755)  # mkdtemp makes 0700; a gallery is for reading
+            os.rename(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [out / n for n in names]

@@ -22,7 +22,7 @@ import numpy as np
 
 from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError, ToolchainError
-from tilesim.hw.offline import clang_command, compile_hip
+from tilesim.hw.offline import clang_command, compile_hip, run_tool
 from tilesim.matrix.dtypes import decode, dtype, encode
 from tilesim.matrix.numerics import quantize
 from tilesim.targets import get_target
@@ -84,8 +84,10 @@ def build_code_object(em: Emitted, timeout: float = 120.0) -> CodeObject:
         asm.write_text(comp.isa)  # the ISA we already have: assemble it, then link like ROCm does
         for cmd in ([*cc, "-target", "amdgcn-amd-amdhsa", f"-mcpu={t.name}", "-c", str(asm), "-o", str(obj)],
                     [*ld, "-shared", str(obj), "-o", str(co)]):
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                               env={**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
+            try:
+                p = run_tool(cmd, timeout=timeout, env={**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
+            except subprocess.TimeoutExpired:
+                raise ToolchainError(f"{' '.join(cmd[-5:-3])} timed out after {timeout:.0f}s") from None
             if p.returncode != 0:
                 raise ToolchainError(f"{' '.join(cmd[-5:-3])} failed: {p.stderr.strip().splitlines()[:1]}")
         return CodeObject(t.name, em.kernel, co.read_bytes(), args, size, comp.metadata)

@@ -9,16 +9,20 @@ Toolchains are always called with argument lists, never through a shell.
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import importlib.metadata
 import importlib.util
 import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +30,7 @@ from tilesim.errors import ToolchainError
 from tilesim.matrix.catalog import ISA_PREFIXES
 from tilesim.targets import get_target
 
-__all__ = ["Compiled", "clang_command", "compile_hip", "isa_mnemonics", "cache_dir"]
+__all__ = ["Compiled", "clang_command", "compile_hip", "isa_mnemonics", "cache_dir", "run_tool"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,44 @@ def clang_command() -> tuple[str, ...]:
         "no clang with the AMDGPU target found: `pip install tilesim[compiler]` (the ziglang wheel), "
         "install ROCm, or set TILESIM_CLANG to a clang that knows amdgcn"
     )
+
+
+def run_tool(args: list[str] | tuple[str, ...], *, input: str | None = None, timeout: float | None = None,
+             cwd: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``subprocess.run(args, capture_output=True, text=True)`` with the tool in a process group of its own.
+
+    The driver may start children (``python -m ziglang`` starts zig, which starts clang); killing
+    only the first one leaves the rest running. On a timeout, an interrupt (SIGINT's
+    ``KeyboardInterrupt``, the CLI's SIGTERM exception) or any other error, the whole group is
+    killed and reaped before the exception goes on, so no compiler outlives tilesim.
+    """
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env,
+                            start_new_session=True)  # its own session and process group (pgid = pid)
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone already
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            if f is not None:
+                f.close()
+        except OSError:
+            pass
+    proc.wait()
 
 
 _META_KEYS = {
@@ -95,7 +137,7 @@ def _compiler_id() -> str:
     if cmd[-2:] == ("ziglang", "clang"):
         return "ziglang-" + importlib.metadata.version("ziglang")
     try:
-        return subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=30).stdout.splitlines()[0]
+        return run_tool([*cmd, "--version"], timeout=30).stdout.splitlines()[0]
     except Exception:
         return " ".join(cmd)
 
@@ -108,50 +150,78 @@ def _cache_path(key: str) -> Path | None:
     return None if d is None else d / key[:2] / f"{key}.s"
 
 
+# Entries are read and written relative to an open descriptor of their shard folder, opened with
+# O_NOFOLLOW: a shard folder or an entry that is a symbolic link (planted to point outside the
+# cache) is never read, written or deleted through. Without dir_fd support the cache is off.
+_SAFE = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
+
+
+def _shard_fd(key: str, create: bool) -> int | None:
+    path = _cache_path(key)
+    if path is None or not _SAFE:
+        return None
+    try:
+        if create and not os.path.islink(path.parent):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EEXIST) and os.path.islink(path.parent):
+            warnings.warn(f"tilesim: compile cache folder {path.parent} is a symbolic link; not reading or writing "
+                          "through it (remove it to cache there again)", RuntimeWarning, stacklevel=3)
+        return None
+
+
 def _cache_get(key: str) -> str | None:
     """The cached ISA for ``key``, or None. An entry is trusted only when its header names this key
     and the SHA-256 of the body that follows; anything else (truncated, corrupted, another key's
-    entry, undecodable bytes) is deleted and rebuilt by the caller."""
-    path = _cache_path(key)
-    if path is None:
+    entry, undecodable bytes, a symbolic link) is deleted and rebuilt by the caller."""
+    dfd = _shard_fd(key, create=False)
+    if dfd is None:
         return None
+    name = f"{key}.s"
     try:
-        head, _, body = path.read_bytes().decode("utf-8").partition("\n")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):  # unreadable, a directory, or not UTF-8
-        head, body = "", ""
-    if head != _HEADER.format(key=key, digest=hashlib.sha256(body.encode()).hexdigest()):
         try:
-            path.unlink()  # never trusted: the caller compiles and writes a fresh entry
-        except OSError:
-            pass
-        return None
-    return body
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+            with os.fdopen(fd, "rb") as f:
+                head, _, body = f.read().decode("utf-8").partition("\n")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):  # unreadable, a directory, a symbolic link, or not UTF-8
+            head, body = "", ""
+        if head != _HEADER.format(key=key, digest=hashlib.sha256(body.encode()).hexdigest()):
+            try:
+                os.unlink(name, dir_fd=dfd)  # never trusted (a link is removed, not its target)
+            except OSError:
+                pass
+            return None
+        return body
+    finally:
+        os.close(dfd)
 
 
 def _cache_put(key: str, isa: str) -> None:
     """Write an entry atomically: a temporary file in the entry's own folder, then ``os.replace``,
     so a reader sees the old entry, no entry, or the whole new one — never part of one."""
-    path = _cache_path(key)
-    if path is None:
+    dfd = _shard_fd(key, create=True)
+    if dfd is None:
         return
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+        tmp = f".tmp-{secrets.token_hex(8)}.part"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
         with os.fdopen(fd, "wb") as f:
             f.write((_HEADER.format(key=key, digest=hashlib.sha256(isa.encode()).hexdigest()) + "\n" + isa).encode())
-        os.replace(tmp, path)
+        os.replace(tmp, f"{key}.s", src_dir_fd=dfd, dst_dir_fd=dfd)
         tmp = None
     except OSError:
         pass  # a read-only or full cache never fails a compile
     finally:
         if tmp is not None:
             try:
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dfd)
             except OSError:
                 pass
+        os.close(dfd)
 
 
 def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: str = "-O3",
@@ -174,9 +244,9 @@ def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: 
     with tempfile.TemporaryDirectory(prefix="tilesim-cc-") as tmp:
         try:
             # the compiler's own temporary files go inside this folder too, removed even after an error
-            proc = subprocess.run(args, input=source, capture_output=True, text=True, timeout=timeout, cwd=tmp,
-                                  env={**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
-        except FileNotFoundError as e:
+            proc = run_tool(args, input=source, timeout=timeout, cwd=tmp,
+                            env={**os.environ, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp})
+        except OSError as e:  # missing, not executable
             raise ToolchainError(f"cannot run clang ({args[0]}): {e}") from None
         except subprocess.TimeoutExpired:
             raise ToolchainError(f"clang timed out after {timeout:.0f}s compiling for {t.name}") from None
