@@ -197,3 +197,21 @@ def test_cli_out_paths_never_write_through_links(tmp_path):
              "--format", "svg", "--out", str(ok))
     assert r.returncode == 0 and ok.read_text().startswith("<svg") and not ok.is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gone.svg", "pic.svg", "real.svg", "victim.txt"]
+
+
+def test_write_output_is_whole_and_refuses_folders_links_and_missing_parents(tmp_path):
+    from tilesim.files import write_output
+
+    target = tmp_path / "a.svg"
+    write_output(target, "<svg/>")
+    write_output(target, b"<svg>2</svg>")
+    assert target.read_text() == "<svg>2</svg>" and sorted(p.name for p in tmp_path.iterdir()) == ["a.svg"]
+    (tmp_path / "d").mkdir()
+    with pytest.raises(OutputError, match="is a folder"):
+        write_output(tmp_path / "d", "x")
+    with pytest.raises(OutputError, match="does not exist"):
+        write_output(tmp_path / "nope" / "a.svg", "x")
+    (tmp_path / "l.svg").symlink_to(target)
+    with pytest.raises(OutputError, match="symbolic link"):
+        write_output(tmp_path / "l.svg", "x")
+    assert target.read_text() == "<svg>2</svg>"

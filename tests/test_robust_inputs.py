@@ -137,3 +137,12 @@ def test_cli_refuses_a_malformed_reference(tmp_path, command, case):
     assert r.returncode == 2, r.stdout + r.stderr
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1
     assert r.stderr.startswith("tilesim: error: ") and words in r.stderr and "reference()" in r.stderr
+
+
+@pytest.mark.parametrize("kwargs", [{"random_runs": float("nan")}, {"max_lines": -5}, {"random_runs": 2**70}],
+                         ids=repr)
+def test_equivalent_refuses_malformed_proof_arguments(kwargs):
+    prog = _prog()
+    with pytest.raises(TilesimError) as ei:
+        ts.equivalent(prog, prog, **kwargs)
+    assert next(iter(kwargs)) in str(ei.value)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tilesim.budget import check_runs
 from tilesim.errors import TilesimError
 from tilesim.ir.core import Program
 from tilesim.matrix.dtypes import dtype
@@ -56,6 +57,7 @@ def _small(rng: np.random.Generator, dt: str, shape: tuple[int, ...]) -> np.ndar
 
 def equivalent(p1: Program, p2: Program, *, random_runs: int = 3, max_lines: int = 16, seed: int = 0) -> Equivalence:
     """Compare two programs with the same tensor signature on probes and random inputs."""
+    check_runs(random_runs, max_lines)
     s1, s2 = _inputs(p1), _inputs(p2)
     if s1 != s2 or [t.name for t in p1.tensors if t.output] != [t.name for t in p2.tensors if t.output]:
         raise TilesimError(f"programs differ in their tensors: {s1} vs {s2}")
