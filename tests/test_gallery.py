@@ -115,7 +115,8 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     import os
     import sys
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     return subprocess.run([sys.executable, "-m", "tilesim.cli", *argv], capture_output=True, text=True, timeout=300,
                           env=env)
 

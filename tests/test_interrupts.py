@@ -22,6 +22,8 @@ import pytest
 from tilesim.errors import ToolchainError
 from tilesim.hw import offline
 
+ROOT = Path(__file__).resolve().parents[1]
+
 FAKE_CLANG = """#!/bin/sh
 if [ "$1" = "--version" ]; then echo "fake clang 0 (tilesim test)"; exit 0; fi
 cat > /dev/null
@@ -78,10 +80,10 @@ def _wait_for(path: Path, seconds: float = 120) -> str:
 @pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated"),
                                                (signal.SIGTERM, 143, "terminated")])
 def test_a_signal_mid_compile_cleans_up_and_prints_one_line(tmp_path, sig, status, word):
-    env = {**os.environ, **_fake(tmp_path),
-           "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "tilesim.cli", "compile", "examples/gemm.py", "--target", "gfx1201"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, **_fake(tmp_path), "PYTHONPATH": path}
+    proc = subprocess.Popen([sys.executable, "-m", "tilesim.cli", "compile", str(ROOT / "examples" / "gemm.py"),
+                             "--target", "gfx1201"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     pids: list[int] = []
     try:
         pids = [int(p) for p in _wait_for(tmp_path / "pids").split()]

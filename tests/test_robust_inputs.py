@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,7 +132,8 @@ def test_cli_refuses_a_malformed_reference(tmp_path, command, case):
     f.write_text(textwrap.dedent(_MODULE.replace("{BODY}", body)))
     import os
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     r = subprocess.run([sys.executable, "-m", "tilesim.cli", *command[:1], str(f), *command[1:]],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 2, r.stdout + r.stderr
