@@ -18,7 +18,7 @@ import tilesim as ts
 from examples import gemm
 from tilesim import budget
 from tilesim.errors import BudgetError, InputError, TilesimError
-from tilesim.layouts.gluon import BlockedLayout
+from tilesim.frameworks.gluon import BlockedLayout
 from tilesim.layouts.layout import Layout
 
 WMMA = "v_wmma_f32_16x16x16_f16"
