@@ -20,22 +20,44 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_quick_run_writes_the_documented_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    p = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "gemm,lds,export", "--out", str(out)],
+    p = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "gemm,lds,isa,export", "--out",
+                        str(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     doc = json.loads(out.read_text())
     assert doc["schema"] == "tilesim.bench/1" and doc["mode"] == "quick"
     m = doc["machine"]
     assert m["cores"] == __import__("os").cpu_count() and "blas" in m and "numpy" in m
+    import numba
+
+    assert m["simulator_threads"] == numba.get_num_threads()
+    try:
+        from threadpoolctl import threadpool_info  # noqa: F401  (the dev extra has it)
+
+        assert m["baseline_blas_threads"] == m["simulator_threads"]  # like with like
+    except ImportError:
+        assert m["baseline_blas_threads"] is None  # said, not hidden
     ids = [f["id"] for f in doc["figures"]]
     for t in ("gfx1201", "gfx942"):
         assert f"gemm/{t}/128" in ids and f"gemm-memory/{t}/128" in ids
     assert any(i.startswith("lds/") for i in ids) and "export/catalog" in ids
+    isa = [f for f in doc["figures"] if f["id"].startswith("isa/")]
+    if isa:  # the emulator's rows: 64³ only in --quick, same answer as the simulator
+        assert sorted(f["id"] for f in isa) == ["isa/gfx1201/64", "isa/gfx942/64"]
+        assert all(f["extra"]["bit_exact_to_simulator"] and f["extra"]["wave_instructions"] > 0 for f in isa)
+    else:
+        assert "isa: skipped" in p.stderr  # no offline clang: said so
     for f in doc["figures"]:
-        assert set(f) >= {"id", "what", "value", "unit", "baseline", "ratio", "target", "met", "extra"}
+        assert set(f) >= {"id", "what", "value", "median", "unit", "baseline", "ratio", "ratio_median", "target",
+                          "met", "load_average_1min", "extra"}
         assert f["value"] > 0 and f["baseline"]["value"] > 0
+        assert 0 < f["value"] <= f["median"] and 0 < f["baseline"]["value"] <= f["baseline"]["median"]
         assert f["ratio"] == pytest.approx(f["value"] / f["baseline"]["value"])
+        assert f["ratio_median"] == pytest.approx(f["median"] / f["baseline"]["median"])
         assert f["met"] is None or isinstance(f["met"], bool)
+        assert set(f["load_average_1min"]) == {"start", "end"}
+    timed = next(f for f in doc["figures"] if f["id"] == "gemm/gfx942/128")
+    assert timed["repeats"] >= 3 and timed["baseline"]["repeats"] >= 10  # min and median over repeats
     gemm = next(f for f in doc["figures"] if f["id"] == "gemm/gfx1201/128")
     assert gemm["extra"]["max_rel_error_vs_float64"] < 1e-5  # the simulated GEMM is right, not only timed
     assert "figure" in p.stdout and "ratio" in p.stdout  # the table
