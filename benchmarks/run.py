@@ -413,7 +413,7 @@ def _fmt(v: float | None, unit: str) -> str:
         return "-"
     if unit == "bytes":
         return f"{v / 2**20:.1f} MiB"
-    return f"{v * 1e3:.1f} ms" if v < 1 else f"{v:.2f} s"
+    return f"{v * 1e3:.3g} ms" if v < 1 else f"{v:.2f} s"  # 3 digits: sub-ms baselines stay readable
 
 
 def table(doc: dict[str, Any]) -> str:
