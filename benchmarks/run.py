@@ -5,7 +5,8 @@ Each figure is measured in this run together with its baseline and reported as a
 "≤ 2 s", "≤ 1 s", "≤ 60 s") carry it as ``target``. Times are ``time.perf_counter`` over a few
 repeats, reported as min and median (the ratio of mins and of medians); every row carries the
 1-minute load average at its start and end (the machine may be shared). The numpy baseline runs on
-as many BLAS threads as the simulator's numba pool (threadpoolctl). Peak memory is measured in a
+as many BLAS threads as the simulator uses for that GEMM (threadpoolctl): its numba pool where the
+fused mma chain may reach the threaded kernel's size, else one. Peak memory is measured in a
 separate, untimed run under ``tracemalloc`` (numpy reports its buffers to it). Writes JSON
 (``--out``, default ``benchmarks/results.json``) and prints a table. No figure is asserted here:
 the table says whether each target is met.
@@ -62,24 +63,33 @@ def sim_threads() -> int:
         return 1
 
 
-def _blas_limit() -> Any:
-    """Context that pins numpy's BLAS to the simulator's thread count, so the ratio compares like
-    with like; a null context (recorded as unpinned) without threadpoolctl."""
+def gemm_threads(macs: int) -> int:
+    """Threads the simulator uses for a GEMM of ``macs`` multiply-adds: a fused chain runs on the numba
+    pool only from ``_PARALLEL_MACS`` on (one chain is at most the whole GEMM), else on one thread."""
+    from tilesim.wave.kernels import _PARALLEL_MACS
+
+    return sim_threads() if macs >= _PARALLEL_MACS else 1
+
+
+def _blas_limit(threads: int) -> Any:
+    """Context that pins numpy's BLAS to ``threads``, so the ratio compares like with like (on this
+    loaded 2-core machine OpenBLAS on 2 threads took 23 ms for a 128³ matmul that 1 thread does in
+    0.08 ms); a null context without threadpoolctl (rows then say ``blas_threads: None``)."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         import contextlib
 
         return contextlib.nullcontext()
-    return threadpool_limits(limits=sim_threads(), user_api="blas")
+    return threadpool_limits(limits=threads, user_api="blas")
 
 
-def baseline_threads() -> int | None:
+def _pinned(threads: int) -> int | None:
     try:
         import threadpoolctl  # noqa: F401
     except ImportError:
         return None
-    return sim_threads()
+    return threads
 
 
 def _peak_bytes(fn: Callable[[], Any]) -> int:
@@ -147,8 +157,7 @@ def machine() -> dict[str, Any]:
         info["simulator_jit"] = False
     if hasattr(os, "getloadavg"):
         info["load_average_1min"] = round(os.getloadavg()[0], 2)  # other work on the cores skews times
-    info["simulator_threads"] = sim_threads()
-    info["baseline_blas_threads"] = baseline_threads()  # None: threadpoolctl missing, BLAS unpinned
+    info["simulator_threads"] = sim_threads()  # numba's pool; each GEMM row says the BLAS threads it pinned
     return info
 
 
@@ -158,9 +167,9 @@ def _gemm_inputs(M: int, N: int, K: int, seed: int = 0) -> dict[str, np.ndarray]
     return {"A": rng.standard_normal((M, K)).astype(np.float16), "B": rng.standard_normal((K, N)).astype(np.float16)}
 
 
-def _numpy_f32(arrays: dict[str, np.ndarray], repeat: int = 10) -> list[float]:
+def _numpy_f32(arrays: dict[str, np.ndarray], threads: int, repeat: int = 10) -> list[float]:
     a, b = arrays["A"].astype(np.float32), arrays["B"].astype(np.float32)
-    with _blas_limit():
+    with _blas_limit(threads):
         return _times(lambda: a @ b, repeat)[0]
 
 
@@ -174,10 +183,11 @@ def bench_gemm(sizes: list[int], memory: bool) -> list[dict[str, Any]]:
             l0 = _load()
             prog = gemm.specialize(target=target, M=n, N=n, K=n, mma=mma)
             arrays = _gemm_inputs(n, n, n)
-            base = _numpy_f32(arrays)
+            threads = gemm_threads(n ** 3)
+            base = _numpy_f32(arrays, threads)
             ts.simulate(gemm.specialize(target=target, M=64, N=64, K=64, mma=mma), **_gemm_inputs(64, 64, 64))  # warm
             t, res = _times(lambda: ts.simulate(prog, **arrays), 5 if n <= 256 else 3 if n <= 1024 else 1)
-            base += _numpy_f32(arrays)  # runs before and after: other load on the cores
+            base += _numpy_f32(arrays, threads)  # runs before and after: other load on the cores
             ref = arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)
             err = float(np.abs(res["C"] - ref).max() / (np.abs(ref).max() + 1e-30))
             macs = n ** 3
@@ -185,6 +195,7 @@ def bench_gemm(sizes: list[int], memory: bool) -> list[dict[str, Any]]:
                                t, "s", f"numpy float32 matmul {n}³", base, load_start=l0,
                                target={"max_ratio": 10.0} if n == 1024 else None,
                                simulated_macs_per_s=macs / min(t), numpy_macs_per_s=macs / min(base),
+                               blas_threads=_pinned(threads),
                                max_rel_error_vs_float64=err, workgroups=prog.workgroups,
                                mma_ops=int(res.report.ops["mma"]) * prog.workgroups * prog.waves_per_workgroup))
             if memory:
@@ -421,9 +432,9 @@ def table(doc: dict[str, Any]) -> str:
     head = (f"tilesim benchmarks ({doc['mode']}) — {m.get('cpu')}, {m['cores']} cores, numpy {m['numpy']} "
             f"({m['blas'].get('name')} {m['blas'].get('version', '')}), numba {m.get('numba')}, "
             f"JIT {'on' if m.get('simulator_jit') else 'off'}")
-    head += (f"\nnumpy baseline on {m.get('baseline_blas_threads') or 'UNPINNED'} BLAS thread(s), simulator numba "
-             f"pool {m.get('simulator_threads')}; values: min / median of the repeats; load: 1-min load average at "
-             "the row's start→end")
+    head += (f"\nsimulator numba pool {m.get('simulator_threads')} threads; numpy baselines pinned to the threads "
+             "the simulator uses for that GEMM (below); values: min / median of the repeats; load: 1-min load "
+             "average at the row's start→end")
     rows = [("figure", "value min / med", "baseline", "baseline min / med", "ratio min / med", "target", "met",
              "load")]
 
@@ -452,8 +463,10 @@ def table(doc: dict[str, Any]) -> str:
                     f"{e['fraction_of_torch']:.3f} of torch.matmul ({e['torch_tflops']:.0f} TFLOP/s)")
             lines.append(f"  {f['id']}: {e['tflops']:.1f} TFLOP/s, {more} (from {e['source'].split()[0]})")
         if "simulated_macs_per_s" in f["extra"]:
-            lines.append(f"  {f['id']}: {f['extra']['simulated_macs_per_s'] / 1e6:.0f} M simulated MAC/s "
-                         f"(numpy {f['extra']['numpy_macs_per_s'] / 1e9:.1f} G MAC/s)")
+            e = f["extra"]
+            lines.append(f"  {f['id']}: {e['simulated_macs_per_s'] / 1e6:.0f} M simulated MAC/s (numpy "
+                         f"{e['numpy_macs_per_s'] / 1e9:.1f} G MAC/s on {e.get('blas_threads') or 'UNPINNED'} "
+                         "BLAS thread(s))")
     return "\n".join(lines)
 
 
