@@ -48,7 +48,7 @@ from tilesim.diff import Verdict, run
 
 globals().update(_FUNCTIONS)  # ts.exp, ts.maximum, ts.minimum, ...: one per elementwise row of the op table
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc",
