@@ -83,8 +83,6 @@ def test_exit_status_follows_violations(monkeypatch, tmp_path):
     assert soundness.main(["--json", str(tmp_path / "s.json")]) == 0
 
 
-@pytest.mark.xfail(strict=False, reason="main at a42d25d: an elementwise op outside the vocabulary passes check and "
-                   "simulate raises KeyError; emit of gfx950 v_mfma_scale_*_f8f6f4 raises IndexError (docs/reliability.md)")
 def test_no_invariant_violations(slice_doc):
     """Issue 13's done-when, on the CI slice."""
     assert slice_doc["violations"] == 0, [v["what"][:160] for v in slice_doc["violation_records"][:10]]
