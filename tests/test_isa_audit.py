@@ -102,3 +102,16 @@ def test_cli_emulate_audit_exits_1_and_names_lanes(tmp_path, capsys) -> None:
     args[1] = "gfx1100"
     assert main(["emulate", str(good), *args]) == 0
     assert "0 finding(s)" in capsys.readouterr().out
+
+
+def test_tilesim_audit_is_emulate_audit_and_ts_audit_is_exported(tmp_path, capsys) -> None:
+    import tilesim as ts
+    from tilesim.cli import main
+
+    assert ts.audit is audit and callable(ts.audit_program)
+    bad = tmp_path / "bad.hip"
+    bad.write_text(_source(12, RDNA3_ROW))  # RDNA3 accumulator rows assumed on RDNA4
+    assert main(["audit", str(bad), "--target", "gfx1201", "--kernel", "abt", "--block", "32", "--arg", "A=f16[16,16]",
+                 "--arg", "X=f32[16,16]", "--arg", "C=f32[16,16]", "--arg", "D=zeros:f32[16,16]"]) == 1
+    out = capsys.readouterr().out
+    assert "was stored to D[" in out and "lane" in out

@@ -45,12 +45,14 @@ from tilesim.ir import check
 from tilesim.ir.dsl import FUNCTIONS as _FUNCTIONS
 from tilesim.port import Port, PortError, port
 from tilesim.diff import Verdict, run
+from tilesim.isa import audit, audit_program, emulate, emulate_program
 
 globals().update(_FUNCTIONS)  # ts.exp, ts.maximum, ts.minimum, ...: one per elementwise row of the op table
 
 __version__ = "0.6.0"
 
 __all__ = [
+    "audit", "audit_program", "emulate", "emulate_program",
     "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc",
     "lds_load", "lds_store", "load", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
     "tile_id", "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run",

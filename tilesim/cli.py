@@ -212,22 +212,31 @@ def build_parser() -> argparse.ArgumentParser:
     gl.add_argument("--format", choices=("text", "json"), default="text",
                     help="json: the pages written, their sizes and the total (progress goes to stderr only on a terminal)")
 
-    eu = sub.add_parser("emulate", help="compile a HIP file and run one kernel in tilesim's AMDGPU ISA emulator",
-                        description="Arguments in the kernel's parameter order: NAME=DTYPE[D0,D1] (random), "
-                        "NAME=zeros:DTYPE[...], NAME=FILE.npy, NAME=DTYPE:VALUE (by-value scalar). "
-                        "Not run on AMD hardware: see docs/emulator.md.")
-    eu.add_argument("file", help="HIP source (device code, compiled with -nogpuinc)")
-    eu.add_argument("--target", required=True, help="gfx1100, gfx1201, gfx942 or gfx950")
-    eu.add_argument("--kernel", required=True, help="the kernel's (extern \"C\") name")
-    eu.add_argument("--grid", default="1", help="workgroups, e.g. 4,4 (default 1)")
-    eu.add_argument("--block", default="64", help="work-items per workgroup, e.g. 256 or 16,16 (default 64)")
-    eu.add_argument("--arg", action="append", default=[], metavar="SPEC", help="a kernel argument (repeat, in order)")
-    eu.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    eu.add_argument("--out", default=None, metavar="DIR", help="write every buffer after the run as DIR/NAME.npy")
-    eu.add_argument("--audit", action="store_true",
-                    help="layout audit: which element each matrix-instruction operand slot holds, where D is stored "
-                    "(exit 1 on findings)")
-    eu.add_argument("--format", choices=("text", "json"), default="text")
+    for cmd in ("emulate", "audit"):
+        audit = cmd == "audit"
+        eu = sub.add_parser(cmd, help="layout audit of one compiled HIP kernel: which element each matrix-instruction "
+                            "operand slot holds and where D is stored, by emulating it (exit 1 on findings)" if audit else
+                            "compile a HIP file and run one kernel in tilesim's AMDGPU ISA emulator",
+                            description="Arguments in the kernel's parameter order: NAME=DTYPE[D0,D1] (random), "
+                            "NAME=zeros:DTYPE[...], NAME=FILE.npy, NAME=DTYPE:VALUE (by-value scalar). "
+                            + ("`tilesim audit` is `tilesim emulate --audit`. " if audit else "")
+                            + "Not run on AMD hardware: see docs/emulator.md.")
+        eu.add_argument("file", help="HIP source (device code, compiled with -nogpuinc)")
+        eu.add_argument("--target", required=True, help="gfx1100, gfx1201, gfx942 or gfx950")
+        eu.add_argument("--kernel", required=True, help="the kernel's (extern \"C\") name")
+        eu.add_argument("--grid", default="1", help="workgroups, e.g. 4,4 (default 1)")
+        eu.add_argument("--block", default="64", help="work-items per workgroup, e.g. 256 or 16,16 (default 64)")
+        eu.add_argument("--arg", action="append", default=[], metavar="SPEC",
+                        help="a kernel argument (repeat, in order)")
+        eu.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+        eu.add_argument("--out", default=None, metavar="DIR", help="write every buffer after the run as DIR/NAME.npy")
+        if audit:
+            eu.set_defaults(audit=True)
+        else:
+            eu.add_argument("--audit", action="store_true",
+                            help="layout audit: which element each matrix-instruction operand slot holds, where D is "
+                            "stored (exit 1 on findings)")
+        eu.add_argument("--format", choices=("text", "json"), default="text")
 
     dv = sub.add_parser("devices", help="which GPUs tilesim can run on here, and why not when none")
     dv.add_argument("--format", choices=("text", "json"), default="text")
@@ -778,6 +787,7 @@ _COMMANDS = {
     "port": _cmd_port,
     "check-layout": _cmd_check_layout,
     "emulate": _cmd_emulate,
+    "audit": _cmd_emulate,
 }
 
 
