@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import LayoutError, choices
-from tilesim.frameworks.verdict import OK_STATUSES, STATUSES, LayoutCheck, verdict
+from tilesim.frameworks.verdict import LayoutCheck, _Status, verdict
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.instruction import MatrixInstruction
@@ -46,7 +46,7 @@ _OPERANDS = ("A", "B", "C", "D")
 
 
 @dataclass(frozen=True)
-class IndexMapReport:
+class IndexMapReport(_Status):
     """The answer of :func:`check_index_maps`: a ``status`` from the same vocabulary as
     :class:`~tilesim.frameworks.verdict.LayoutCheck`, the problems found (first counterexample
     first) and, when an instruction was given, ``check_layout``'s own verdict for the forward layout."""
@@ -56,14 +56,6 @@ class IndexMapReport:
     problems: tuple[str, ...] = ()
     verdict: LayoutCheck | None = None
     notes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status {self.status!r}; valid: {STATUSES}")
-
-    @property
-    def ok(self) -> bool:
-        return self.status in OK_STATUSES
 
     @property
     def k_permutation(self) -> tuple[int, ...] | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tilesim.errors import LayoutError, choices
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 
@@ -32,8 +33,23 @@ def verbs(operand: str) -> str:
     return "reads" if operand in ("A", "B") else "writes"
 
 
+class _Status:
+    """``status`` from :data:`STATUSES`, checked on construction; ``ok`` for the two match statuses.
+    Shared by :class:`LayoutCheck` and :class:`~tilesim.frameworks.index_maps.IndexMapReport`."""
+
+    status: str
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise LayoutError(f"status {self.status!r}; valid: {choices(STATUSES)}")
+
+    @property
+    def ok(self) -> bool:
+        return self.status in OK_STATUSES
+
+
 @dataclass(frozen=True)
-class LayoutCheck:
+class LayoutCheck(_Status):
     """The answer of :func:`check_layout`. ``ok`` is true for ``match`` and ``match_k_permuted``."""
 
     status: str
@@ -47,14 +63,6 @@ class LayoutCheck:
     pattern: tuple[str, ...] = ()
     k_permutation: tuple[int, ...] | None = None
     notes: tuple[str, ...] = field(default=())
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status {self.status!r}; valid: {STATUSES}")
-
-    @property
-    def ok(self) -> bool:
-        return self.status in OK_STATUSES
 
     def __str__(self) -> str:
         head = {"match": "MATCH", "match_k_permuted": "MATCH (k permuted)", "mismatch": "MISMATCH",
