@@ -80,11 +80,19 @@ def run_tool(args: list[str] | tuple[str, ...], *, input: str | None = None, tim
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Send ``sig`` to the process group of ``proc`` (started with ``start_new_session``: pgid = pid).
+
+    Sent even when the leader has exited: its children may still be in the group, and while any
+    member lives the pid cannot be reused for another group."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass  # the group is gone already
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    signal_group(proc, signal.SIGKILL)
     try:
         proc.kill()
     except ProcessLookupError:

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import DeviceError
+from tilesim.hw.offline import signal_group
 
 __all__ = ["DEFAULT_TIMEOUT_S", "DeviceRun", "Opaque", "device_timeout", "guarded_call"]
 
@@ -229,21 +230,12 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    if proc.poll() is not None:  # reaped: its pid may belong to someone else now
-        return
-    try:
-        os.killpg(proc.pid, sig)  # the child leads its own session: its group is its pid
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _stop(proc: subprocess.Popen) -> None:
-    _signal_group(proc, signal.SIGTERM)
+    signal_group(proc, signal.SIGTERM)
     try:
         proc.wait(_KILL_GRACE_S)
     except subprocess.TimeoutExpired:
-        _signal_group(proc, signal.SIGKILL)
+        signal_group(proc, signal.SIGKILL)
         proc.wait(_KILL_GRACE_S)
 
 
