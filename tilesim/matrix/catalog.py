@@ -15,6 +15,7 @@ import functools
 from tilesim.errors import InstructionError, choices, did_you_mean
 from tilesim.targets import get_target
 from tilesim.matrix.catalog_amd import AMD_ROWS
+from tilesim.matrix.catalog_gfx1250 import GFX1250_ROWS
 from tilesim.matrix.catalog_nvidia import NVIDIA_ROWS
 from tilesim.matrix.instruction import MatrixInstruction
 
@@ -25,7 +26,7 @@ def rows() -> tuple[MatrixInstruction, ...]:
     return _ALL
 
 
-_ALL: tuple[MatrixInstruction, ...] = (*AMD_ROWS, *NVIDIA_ROWS)
+_ALL: tuple[MatrixInstruction, ...] = (*AMD_ROWS, *GFX1250_ROWS, *NVIDIA_ROWS)
 
 # How AMD matrix instructions start in an ISA listing (``v_mfma``, ``v_smfmac``, ``v_wmma``,
 # ``v_swmmac``): every AMD mnemonic is ``v_<kind>…``. Readers of compiler output use this one tuple.
