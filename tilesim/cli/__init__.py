@@ -1,0 +1,94 @@
+"""The ``tilesim`` command line.
+
+Every subcommand prints text by default and JSON with ``--format json``. A bad argument is
+one line on stderr (``tilesim: error: …`` naming the valid choices) and exit status 2 — never
+a traceback.
+"""
+
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from tilesim.cli import catalog as _catalog
+from tilesim.cli import programs as _programs
+from tilesim.cli.parser import UsageError, build_parser
+from tilesim.errors import TilesimError
+
+__all__ = ["main", "build_parser"]
+
+_COMMANDS = {
+    "targets": _catalog.cmd_targets,
+    "instructions": _catalog.cmd_instructions,
+    "explain": _catalog.cmd_explain,
+    "layout": _catalog.cmd_layout,
+    "demo": _catalog.cmd_demo,
+    "check": _programs.cmd_check,
+    "simulate": _programs.cmd_simulate,
+    "emit": _programs.cmd_emit,
+    "compile": _programs.cmd_compile,
+    "run": _programs.cmd_run,
+    "devices": _catalog.cmd_devices,
+    "gallery": _catalog.cmd_gallery,
+    "port": _programs.cmd_port,
+    "check-layout": _catalog.cmd_check_layout,
+    "emulate": _programs.cmd_emulate,
+    "audit": _programs.cmd_emulate,
+}
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that ``finally`` blocks run (temporary folders removed,
+    compiler process groups killed); a BaseException so the user's ``except Exception`` cannot keep it."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if in_main else None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # SIGINT: one line, the shell's 128 + 2
+        print("tilesim: interrupted", file=sys.stderr)
+        return 130
+    except _Terminated:  # 128 + SIGTERM (15)
+        print("tilesim: terminated", file=sys.stderr)
+        return 143
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, old_term if old_term is not None else signal.SIG_DFL)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help and --version print, then argparse exits 0
+            if done.code in (0, None):
+                return 0
+            raise
+        if not args.command:
+            parser.print_help()
+            return 0
+        out = _COMMANDS[args.command](args)
+        code = 0
+        if isinstance(out, tuple):
+            out, code = out
+    except (TilesimError, UsageError, OSError) as e:  # OSError: an --out/OUTDIR that cannot be written
+        print("tilesim: error: " + str(e).replace("\r", " ").replace("\n", " "), file=sys.stderr)
+        return 2
+    try:
+        print(out)
+    except BrokenPipeError:  # `tilesim layout … | head`
+        sys.stderr.close()
+    return code
+
+

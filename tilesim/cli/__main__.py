@@ -1,0 +1,5 @@
+"""``python -m tilesim.cli``."""
+
+from tilesim.cli import main
+
+raise SystemExit(main())

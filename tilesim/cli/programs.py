@@ -1,0 +1,327 @@
+"""Commands that take tile programs (``.py`` with ``programs()`` or a program ``.json``): check,
+simulate, emit, compile, run, port; and emulate/audit of HIP files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tilesim.errors import TilesimError
+
+from tilesim.cli.parser import UsageError
+
+
+def _load_programs(path: str, target: str | None) -> tuple[list, object]:
+    import importlib.util
+    from pathlib import Path
+
+    from tilesim.errors import TilesimError
+    from tilesim.ir.core import Program
+
+    p = Path(path)
+    if not p.exists():
+        raise TilesimError(f"no such file: {path}")
+    if not p.is_file():
+        raise TilesimError(f"{path} is not a file")
+    module = None
+    if p.suffix == ".json":
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise TilesimError(f"cannot read {path}: {e}") from None
+        progs = [Program.from_json(text)]
+    elif p.suffix == ".py":
+        spec = importlib.util.spec_from_file_location(f"tilesim_user_{p.stem}", p)
+        if spec is None or spec.loader is None:
+            raise TilesimError(f"cannot import {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(p.resolve().parent.parent))
+        try:
+            spec.loader.exec_module(module)
+            if not hasattr(module, "programs"):
+                raise TilesimError(f"{path} has no programs() function returning specialised programs")
+            progs = list(module.programs())
+        except TilesimError:
+            raise
+        except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module: one line, no traceback
+            raise TilesimError(f"{path}: {type(e).__name__}: {e}") from None
+        finally:
+            sys.path.pop(0)
+        bad = [x for x in progs if not isinstance(x, Program)]
+        if bad:
+            raise TilesimError(f"{path}: programs() must return specialised programs, got {bad[0]!r}"[:300])
+    else:
+        raise TilesimError(f"{path}: expected a .py file with programs() or a program .json")
+    if target:
+        from tilesim.targets import get_target
+
+        name = get_target(target).name
+        have = sorted({pr.target for pr in progs})
+        progs = [pr for pr in progs if pr.target == name]
+        if not progs:
+            raise TilesimError(f"{path} has no program for {name}; its targets: {', '.join(have)}")
+    return progs, module
+
+
+def _user(module: object, fn: str, path: str, *args: object, **kwargs: object) -> object:
+    """Call the user's ``module.fn``; its own exceptions become one-line errors, not tracebacks."""
+    try:
+        return getattr(module, fn)(*args, **kwargs)
+    except TilesimError:
+        raise
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: one line, no traceback
+        raise TilesimError(f"{path}: {fn}() raised {type(e).__name__}: {e}") from None
+
+
+def _expand_paths(paths: list[str]) -> list[str]:
+    """Files as given; a folder becomes its ``*.py`` and ``*.json`` files (sorted, none starting with ``_``)."""
+    from pathlib import Path
+
+    out = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            found = sorted(str(q) for q in p.iterdir() if q.suffix in (".py", ".json") and not q.name.startswith("_")
+                           and q.is_file())
+            if not found:
+                raise TilesimError(f"{path}: a folder with no .py or .json program files")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
+def _reference(ref: object, prog: object, path: str) -> dict:
+    """The user's ``reference()`` result, checked: ``{output tensor: real array of its shape}``."""
+    import numpy as np
+
+    from tilesim.errors import InputError
+    from tilesim.errors import choices as _choices
+
+    from collections.abc import Mapping
+
+    outs = {t.name: t.shape for t in prog.tensors if t.output}
+    if not isinstance(ref, Mapping):
+        raise InputError(f"{path}: reference() must return a dict {{output tensor: array}}, got "
+                         f"{type(ref).__name__}; outputs: {_choices(outs)}"[:300])
+    checked = {}
+    for k, v in ref.items():
+        if k not in outs:
+            raise InputError(f"{path}: reference() returned {k!r}, not an output of {prog.name}; outputs: "
+                             f"{_choices(outs)}"[:300])
+        try:
+            if np.asarray(v).dtype.kind == "c":
+                raise TypeError("complex")
+            a = np.asarray(v, np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"{path}: reference()[{k!r}] is not a real numeric array: {str(v)[:60]!r}") from None
+        if a.shape != tuple(outs[k]):
+            raise InputError(f"{path}: reference()[{k!r}] has shape {a.shape}; output {k} has shape {tuple(outs[k])}")
+        checked[k] = np.asarray(v)  # as given: the verdict decides how to compare
+    return checked
+
+
+def cmd_check(args: argparse.Namespace) -> tuple[str, int]:
+    from tilesim.ir.verify import check
+
+    progs, paths = [], _expand_paths(args.file)
+    for path in paths:
+        try:
+            progs += _load_programs(path, args.target)[0]
+        except TilesimError as e:  # several files: one without a program for --target is not an error
+            if not (args.target and len(paths) > 1 and " has no program for " in str(e)):
+                raise
+    if not progs:
+        raise TilesimError(f"no program for {args.target} in {', '.join(args.file)}")
+    reports = [check(p) for p in progs]
+    code = 0 if all(r.ok for r in reports) else 1
+    if args.format == "json":
+        return json.dumps([{"program": r.program.name, "target": r.program.target, "ok": r.ok, "vgprs": r.vgprs,
+                            "lds_bytes": r.lds_bytes, "occupancy": r.occupancy,
+                            "findings": [vars(f) for f in r.findings],
+                            "paths": {k: {"ok": v.ok, "reason": v.reason} for k, v in r.paths.items()}} for r in reports], indent=1), code
+    return "\n".join(str(r) for r in reports), code
+
+
+def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
+    import numpy as np
+
+    from tilesim.diff import check_reference
+    from tilesim.matrix.dtypes import dtype
+    from tilesim.wave.inspect import inspect
+    from tilesim.wave.sim import simulate
+
+    progs, module = _load_programs(args.file, args.target)
+    out, docs, code = [], [], 0
+    for prog in progs:
+        if module is not None and hasattr(module, "inputs"):
+            arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
+        else:
+            rng = np.random.default_rng(args.seed)
+            arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np)
+                      for t in prog.tensors if not t.output}
+        res = simulate(prog, **arrays)
+        errs, verdict = {}, "simulated"
+        if module is not None and hasattr(module, "reference"):
+            ref = check_reference(prog, res.outputs, _reference(_user(module, "reference", args.file, **arrays), prog,
+                                                                 args.file), arrays)
+            errs = dict(ref.max_abs)
+            verdict = "reference OK" if ref.ok else "REFERENCE MISMATCH: " + ref.describe()
+            code = code if ref.ok else 1
+        doc = {"program": prog.name, "target": prog.target, "max_abs_error_vs_reference": errs,
+               "reference_ok": None if not errs else verdict == "reference OK", "report": res.report.summary()}
+        text = [f"{prog.name} on {prog.target}: " + (", ".join(f"max |{k} - reference| = {v:.3g}" for k, v in errs.items())
+                                                      or "simulated") + ("" if not errs else f" — {verdict}"),
+                str(res.report)]
+        if args.inspect is not None:
+            text.append(inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave))
+            doc["inspect"] = inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave, as_dict=True)
+        out.append("\n".join(text))
+        docs.append(doc)
+    if args.format == "json":
+        return json.dumps(docs, indent=1), code
+    return "\n\n".join(out), code
+
+
+def cmd_emit(args: argparse.Namespace) -> str:
+    from tilesim.codegen import emit_hip
+
+    prog, _ = _load_programs(args.file, args.target)
+    emitted = [emit_hip(p) for p in prog]
+    if args.format == "json":
+        return json.dumps([{"program": e.program.name, "target": e.program.target, "kernel": e.kernel,
+                            "grid": list(e.grid), "block": list(e.block), "parameters": list(e.tensors),
+                            "lds_bytes": e.lds_bytes, "builtins": list(e.builtins), "source": e.source}
+                           for e in emitted], indent=1)
+    return "\n".join(e.source for e in emitted)
+
+
+def cmd_compile(args: argparse.Namespace) -> str:
+    from tilesim.codegen import emit_hip
+    from tilesim.hw.offline import compile_hip
+    from tilesim.ir.verify import check
+
+    progs, _ = _load_programs(args.file, args.target)
+    docs, lines = [], []
+    for p in progs:
+        c = compile_hip(emit_hip(p).source, p.target, wave_size=p.wave_size)
+        est = check(p)
+        docs.append({"program": p.name, "target": p.target, "metadata": c.metadata, "vgprs_estimate": est.vgprs,
+                     "occupancy_estimate": est.occupancy, "mnemonics": c.mnemonics(),
+                     **({"asm": c.isa} if args.asm else {})})
+        lines.append(f"{p.name} on {p.target}: {c.metadata.get('vgpr_count')} VGPRs (estimate {est.vgprs}), "
+                     f"{c.metadata.get('sgpr_count')} SGPRs, LDS {c.metadata.get('lds_bytes')} B, "
+                     f"scratch {c.metadata.get('scratch_bytes')} B, wave{c.metadata.get('wavefront_size')}")
+        if args.isa:
+            lines += [f"  {m}" for m in c.mnemonics()]
+        if args.asm:
+            lines.append(c.isa)
+    return json.dumps(docs, indent=1) if args.format == "json" else "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
+    import numpy as np
+
+    from tilesim.diff import exit_status, run
+    from tilesim.matrix.dtypes import dtype
+
+    progs, module = _load_programs(args.file, args.target)
+    verdicts = []
+    for prog in progs:
+        if module is not None and hasattr(module, "inputs"):
+            arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
+        else:
+            rng = np.random.default_rng(args.seed)
+            arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np) for t in prog.tensors
+                      if not t.output}
+        ref = _reference(_user(module, "reference", args.file, **arrays), prog, args.file) \
+            if module is not None and hasattr(module, "reference") else None
+        verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout, **arrays))
+    code = exit_status(verdicts)
+    bad = [v for v in verdicts if v.mismatch_counts is not None]
+    if args.heatmap and bad:
+        from tilesim.files import write_output
+
+        write_output(args.heatmap, bad[0].heatmap_svg(), "--heatmap")
+    if args.format == "json":
+        return json.dumps([v.to_dict() for v in verdicts], indent=1), code
+    return "\n\n".join(str(v) for v in verdicts), code
+
+
+def cmd_port(args: argparse.Namespace) -> tuple[str, int]:
+    from tilesim.codegen import emit_hip
+    from tilesim.targets import get_target
+    from tilesim.port import PortError, port
+
+    to = get_target(args.to).name  # an unknown target is a usage error (exit 2), not a refusal
+    progs, _ = _load_programs(args.file, args.target)
+    docs, text, refused = [], [], 0
+    for p in progs:
+        try:
+            r = port(p, to, instr=args.instr)
+        except PortError as e:
+            refused += 1
+            docs.append({"program": p.name, "ported": False, "source": {"target": p.target}, "target": {"target": to},
+                         "reason": str(e)})
+            text.append(f"port {p.name}: {p.target} -> {to}: REFUSED\n  {e}")
+            continue
+        d = r.to_dict()
+        if args.emit:
+            d["source_code"] = emit_hip(r.program).source
+        docs.append(d)
+        text.append(str(r) + (f"\n\n{d['source_code']}" if args.emit else ""))
+    code = 1 if refused else 0
+    if args.format == "json":
+        return json.dumps(docs, indent=1), code
+    return "\n\n".join(text), code
+
+
+def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
+    import os
+
+    import numpy as np
+
+    from tilesim.isa.hipfile import emulate_hip
+
+    def dims(text: str, what: str) -> tuple[int, ...]:
+        try:
+            return tuple(int(x) for x in text.split(","))
+        except ValueError:
+            raise UsageError(f"--{what} {text!r}: expected integers like 4,4") from None
+
+    with open(args.file) as f:
+        source = f.read()
+    if args.audit:
+        from tilesim.hw.offline import compile_hip
+        from tilesim.isa.audit import audit
+        from tilesim.isa.hipfile import materialise
+
+        rep = audit(compile_hip(source, args.target), args.target, args.kernel, grid=dims(args.grid, "grid"),
+                    block=dims(args.block, "block"), args=materialise(args.arg, args.seed))
+        if args.format == "json":
+            return json.dumps({"ok": rep.ok, "matrix_calls": rep.matrix_calls, "checked": rep.checked,
+                               "untraced": rep.untraced, "counts": rep.counts, "notes": list(rep.notes),
+                               "findings": [f.text for f in rep.findings]}, indent=1), 0 if rep.ok else 1
+        return str(rep), 0 if rep.ok else 1
+    res, inputs = emulate_hip(source, args.target, args.kernel, grid=dims(args.grid, "grid"),
+                              block=dims(args.block, "block"), args=args.arg, seed=args.seed)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        for name, arr in res.buffers.items():
+            np.save(os.path.join(args.out, f"{name}.npy"), arr)
+    doc = {"target": res.target, "kernel": res.kernel, "wave_instructions": res.instructions,
+           "seconds": round(res.seconds, 3), "races": [str(r) for r in res.races], "notes": list(res.notes),
+           "buffers": {n: {"dtype": str(a.dtype), "shape": list(a.shape), "changed": not np.array_equal(
+               a, inputs[n], equal_nan=a.dtype.kind == "f") if n in inputs else True} for n, a in res.buffers.items()}}
+    if args.format == "json":
+        return json.dumps(doc, indent=1), 1 if res.races else 0
+    lines = [f"{res.kernel} on {res.target} (emulated, not run on AMD hardware): {res.instructions} wave-instructions "
+             f"in {res.seconds:.2f} s"]
+    lines += [f"  {n}: {d['dtype']}{d['shape']}{' written' if d['changed'] else ''}" for n, d in doc["buffers"].items()]
+    lines += [f"  race: {r}" for r in doc["races"]] + [f"  note: {x}" for x in res.notes]
+    if args.out:
+        lines.append(f"  buffers saved to {args.out}/NAME.npy")
+    return "\n".join(lines), 1 if res.races else 0
+
+
