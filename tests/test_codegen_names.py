@@ -166,7 +166,7 @@ def test_plain_names_are_kept_and_duplicates_refused(base):
 
 
 def test_non_finite_constants_are_emitted_as_bits():
-    from tilesim.codegen.hip import _f32_literal
+    from tilesim.codegen.common import _f32_literal
 
     assert _f32_literal(0.5) == "0.5f"
     assert _f32_literal(float("inf")) == "ts_f32(0x7f800000u)" and _f32_literal(-1e39) == "ts_f32(0xff800000u)"
