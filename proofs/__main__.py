@@ -15,13 +15,36 @@ from proofs.catalog import OBLIGATIONS, cases, prove
 from proofs.targets import TARGET_OBLIGATIONS, matrix_targets, prove_targets
 
 
+class _Progress:
+    """One self-overwriting line on stderr per phase ("kernel sizes 12/40"), at most ~10 updates a
+    second; nothing at all when stderr is not a terminal, so logs and pipes stay clean."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.last, self.width = enabled, 0.0, 0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if not self.enabled or (done < total and now - self.last < 0.1):
+            return
+        self.last = now
+        text = f"  proofs: {phase} {done}/{total}"
+        print("\r" + text.ljust(self.width), end="", file=sys.stderr, flush=True)
+        self.width = len(text)
+
+    def done(self) -> None:
+        if self.enabled and self.width:
+            print("\r" + " " * self.width + "\r", end="", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m proofs", description=__doc__.splitlines()[0])
     ap.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     ap.add_argument("--defaults-only", action="store_true", help="only the no-modifier layouts")
+    ap.add_argument("--quiet", action="store_true", help="no progress line (it is shown only on a terminal anyway)")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
+    show = _Progress(enabled=args.format == "text" and sys.stderr.isatty() and not args.quiet)
     per_family: Counter[str] = Counter()
     failures: list[str] = []
     all_cases = list(cases(full=not args.defaults_only))
@@ -29,11 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         for msgs in prove(case).values():
             failures += msgs
         per_family[case.row.family] += 1
-        if args.format == "text" and sys.stderr.isatty() and i % 200 == 0:
-            print(f"\r  {i}/{len(all_cases)} layouts", end="", file=sys.stderr)
-    secs = time.perf_counter() - t0
-    if args.format == "text" and sys.stderr.isatty():
-        print("\r", end="", file=sys.stderr)
+        show("catalog layouts", i + 1, len(all_cases))
 
     from proofs.kernels import (
         all_index_map_cases,
@@ -45,14 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     idx_cases = all_index_map_cases()
-    for case in idx_cases:
+    for i, case in enumerate(idx_cases):
         failures += emitted_index_maps(case)
+        show("emitted index maps", i + 1, len(idx_cases))
     kern = list(kernel_cases())
-    for mod, k, spec in kern:
+    for i, (mod, k, spec) in enumerate(kern):
         failures += prove_kernel(mod, k, spec)
+        show("kernel sizes", i + 1, len(kern))
     static = list(static_kernel_cases())
-    for mod, k, spec in static:
+    for i, (mod, k, spec) in enumerate(static):
         failures += prove_kernel_static(mod, k, spec)
+        show("static kernel proofs", i + 1, len(static))
+    show.done()
     served = matrix_targets()
     failures += prove_targets()
     secs = time.perf_counter() - t0
