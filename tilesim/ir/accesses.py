@@ -68,7 +68,9 @@ def _records(v: Value, transpose: bool) -> tuple[np.ndarray, np.ndarray, np.ndar
     """(row offset, col offset, (lane, vgpr)) of every record of a fragment's layout."""
     assert v.layout is not None
     rec = v.layout.location_array()
-    r, c = (rec[:, 2], rec[:, 1]) if transpose else (rec[:, 1], rec[:, 2])
+    rows = dict(v.layout.out_dims)["row"]
+    tile_row = rec[:, 0] * rows + rec[:, 1]  # multi-block: block b's rows follow block b-1's (as the simulator)
+    r, c = (rec[:, 2], tile_row) if transpose else (tile_row, rec[:, 2])
     return r, c, rec[:, [4, 3]]
 
 

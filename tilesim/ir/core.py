@@ -27,6 +27,7 @@ lds_store      lds, frag, row0, col0                  —
 lds_load       lds, row0, col0                        —
 barrier        —                                      —
 mma            a, b, c                                instr, family, modifiers
+mma_sparse     a (compressed values), b, c, metadata  instr, family, modifiers
 elementwise    x, y (frags or scalar constants)       op (a row of ops.ELEMENTWISE)
 cast           x                                      dtype
 convert        x                                      — (the result's layout)

@@ -279,6 +279,7 @@ class OpKind:
 
 
 _TRANSPOSE = Attr("transpose", _bool, required=False)
+_MMA_ATTRS = (Attr("instr", _token), Attr("family", _token, required=False), Attr("modifiers", _modifiers, required=False))
 
 KINDS: Mapping[str, OpKind] = _rows(
     OpKind("const", (), "scalar", (Attr("value", _int_in(-INT_MAX - 1, INT_MAX)),)),
@@ -292,9 +293,9 @@ KINDS: Mapping[str, OpKind] = _rows(
     OpKind("lds_store", ("lds", "frag", "int", "int"), None),
     OpKind("lds_load", ("lds", "int", "int"), "frag"),
     OpKind("barrier", (), None),
-    OpKind("mma", ("frag", "frag", "frag"), "frag",
-           (Attr("instr", _token), Attr("family", _token, required=False),
-            Attr("modifiers", _modifiers, required=False))),
+    OpKind("mma", ("frag", "frag", "frag"), "frag", _MMA_ATTRS),
+    # SMFMAC/SWMMAC: (compressed A values, B, C, metadata bytes); tilesim/matrix/sparse.py
+    OpKind("mma_sparse", ("frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS),
     OpKind("elementwise", ("frag", "any"), "frag", (Attr("op", _one_of(ELEMENTWISE)),)),
     OpKind("cast", ("frag",), "frag", (Attr("dtype", _dtype),)),
     OpKind("convert", ("frag",), "frag"),
@@ -387,7 +388,7 @@ def _emit_refusal(op: Any, prog: Any, dtype: Callable[[str], Any]) -> str | None
     if k == "cast" and not cast_emitted(op.args[0].dtype, op.out.dtype):
         return (f"cast {op.args[0].dtype} -> {op.out.dtype} is not emitted yet (casts between "
                 f"{', '.join(FLOAT_CODECS)} are)")
-    if k == "mma":
+    if k in ("mma", "mma_sparse"):
         return _mma_refusal(op, prog)
     return None
 

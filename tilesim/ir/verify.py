@@ -11,7 +11,7 @@
   iu8/iu4 rows, fp8 of one flavour (OCP/FNUZ) fed to an instruction of the other, loads and stores
   whose fragment type is not the tensor's (the device moves the bits, it does not convert);
 * what the simulator and the code generator cannot represent (:func:`structure`): fragment
-  layouts with several elements in one register slot, multi-block instructions, ``convert``
+  layouts with several elements in one register slot, ``convert``
   between tiles of different shapes, fragments for another wave size, values used out of scope;
 * memory (:mod:`tilesim.ir.accesses`): every output element written exactly once, accesses out of
   bounds, LDS races (a missing barrier).
@@ -40,6 +40,7 @@ from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import LAYOUT_MODIFIERS
 from tilesim.matrix.numerics import signed_types
+from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["check", "structure", "CheckReport", "Finding", "compare_layouts"]
 
@@ -114,7 +115,7 @@ def check(prog: Program) -> CheckReport:
     sources = _sources(prog)
     for i, op in enumerate(prog.walk()):
         where = f"op {i} ({op.kind})"
-        if op.kind == "mma":
+        if op.kind in ("mma", "mma_sparse"):
             _check_mma(rep, op, prog, where, sources)
         if op.kind == "elementwise":
             _check_elementwise(rep, op, where)
@@ -142,7 +143,7 @@ def check(prog: Program) -> CheckReport:
 
 def structure(prog: Program) -> list[Finding]:
     """Errors that make a program impossible to simulate or emit as written (cheap, no scalar
-    evaluation): wave size, fragment layouts, ``convert`` shapes, multi-block instructions,
+    evaluation): wave size, fragment layouts, ``convert`` shapes,
     values read before their definition or outside the block that defines them."""
     out: list[Finding] = []
     t = get_target(prog.target)
@@ -161,11 +162,7 @@ def structure(prog: Program) -> list[Finding]:
         if lanes != prog.wave_size:
             out.append(Finding("error", where, f"fragment {v.short()} has {lanes} lanes; the program runs "
                                                f"wave{prog.wave_size}"))
-        blocks = dict(lay.out_dims).get("block", 1)
-        if blocks != 1:
-            out.append(Finding("error", where, f"fragment {v.short()} has {blocks} blocks: multi-block instructions "
-                                               "(e.g. v_mfma_f32_4x4x4f16) are not yet usable in tile programs"))
-        elif not lay.is_function():
+        if not lay.is_function():
             hw, _ = lay.pairs()
             keys, counts = np.unique(hw, axis=0, return_counts=True)
             at = dict(zip(lay.in_names, (int(x) for x in keys[counts > 1][0])))
@@ -191,14 +188,6 @@ def structure(prog: Program) -> list[Finding]:
                 if a != b:
                     out.append(Finding("error", where, f"convert from a {_shape(a)} tile to a {_shape(b)} tile: convert "
                                                        "moves the same tile between layouts; the shapes must agree"))
-            if op.kind == "mma":
-                try:
-                    row = lookup(op.attr("instr"), prog.target)
-                    if row.blocks != 1:
-                        out.append(Finding("error", where, f"{row.mnemonic} has {row.blocks} blocks: multi-block "
-                                                           "instructions are not yet usable in tile programs"))
-                except TilesimError:
-                    pass  # reported with the mma checks
             if op.kind == "loop":
                 inner = set(scope) | {op.out.id} | {i.id for i, _ in carried}
                 visit(op.attr("body"), inner)
@@ -310,8 +299,11 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
         rep.findings.append(Finding("error", where, f"{row.mnemonic} needs wave{'/'.join(map(str, row.wave_sizes))}; "
                                                     f"the program runs wave{prog.wave_size}"))
         return
-    if row.blocks != 1:
-        return  # refused by structure()
+    if row.sparse != (op.kind == "mma_sparse"):
+        rep.findings.append(Finding("error", where, f"{row.mnemonic} is {'' if row.sparse else 'not '}a sparse "
+                                    "instruction: " + ("pass its metadata, ts.mma(op, a, b, c, index=meta)" if row.sparse
+                                                       else "it takes no index operand")))
+        return
     raw = op.attr("modifiers") or ()
     if not isinstance(raw, tuple) or not all(isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str)
                                              and isinstance(m[1], int) for m in raw):
@@ -324,6 +316,12 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
     except (TilesimError, TypeError, ValueError):
         eff = None
     perms = {}
+    if row.sparse:
+        _check_sparse(rep, op, prog, row, mods, where)
+        return
+    # CBSZ/ABID change which block's registers an MFMA reads, not where a load puts A: the
+    # registers hold A as the plain layout says (tilesim/matrix/registers.py)
+    held = {k: v for k, v in mods.items() if _kind(row, k) != "broadcast"}
     for name, v in zip("ABC", op.args):
         if not isinstance(v, Value) or v.kind != "frag" or v.layout is None:
             rep.findings.append(Finding("error", f"{where} operand {name}", f"not a fragment: {v!r}"[:200]))
@@ -338,7 +336,11 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
                                         _type_trap(row, name, v, dtype(v.dtype), want_t, int(neg or 0), prog,
                                                    (sources or {}).get(v.id))))
             continue
-        hw = row.layout(name, wave_size=prog.wave_size, **mods)
+        try:
+            hw = row.layout(name, wave_size=prog.wave_size, **(held if name == "A" else mods))
+        except TilesimError as e:  # an illegal modifier value: a finding, not a crash
+            rep.findings.append(Finding("error", f"{where} {row.mnemonic}", str(e)))
+            return
         diff = compare_layouts(v.layout, hw, name)
         if not diff:
             continue
@@ -358,6 +360,36 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
                 rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}",
                                             f"k permuted on {name} only (k {moved[:8]} moved): the product changes; "
                                             f"{first}"))
+
+
+def _kind(row: Any, name: str) -> str | None:
+    m = row.modifier(name)
+    return None if m is None else m.kind
+
+
+def _check_sparse(rep: CheckReport, op: Op, prog: Program, row: Any, mods: dict[str, int], where: str) -> None:
+    """SMFMAC/SWMMAC operands: compressed A values, B, C, and the metadata bytes
+    (:mod:`tilesim.matrix.sparse`), each against the layout the instruction reads."""
+    try:
+        want = {"A": (values_layout(row, prog.wave_size, **mods), dtype(row.types[0])),
+                "B": (row.layout("B", wave_size=prog.wave_size, **mods), dtype(row.types[1])),
+                "C": (row.layout("C", wave_size=prog.wave_size, **mods), dtype(row.types[2])),
+                "index": (meta_layout(row, prog.wave_size, **mods), dtype("u8"))}
+    except TilesimError as e:
+        rep.findings.append(Finding("error", f"{where} {row.mnemonic}", str(e)))
+        return
+    for (name, (hw, want_t)), v in zip(want.items(), op.args):
+        at = f"{where} {row.mnemonic} operand {name}"
+        if not isinstance(v, Value) or v.kind != "frag" or v.layout is None:
+            rep.findings.append(Finding("error", at, f"not a fragment: {v!r}"[:200]))
+            continue
+        if v.dtype and dtype(v.dtype).name != want_t.name:
+            what = "metadata bytes (u8: two 4-bit group codes per byte)" if name == "index" else want_t.name
+            rep.findings.append(Finding("error", at, f"{v.dtype} fragment but {row.mnemonic} reads {name} as {what}"))
+            continue
+        diff = compare_layouts(v.layout, hw, "A values" if name == "A" else name)
+        if diff:
+            rep.findings.append(Finding("error", at, "; ".join(diff)))
 
 
 # What each fp8 flavour means (CDNA3 ISA §7.1.3 "fp8 and bf8"; OCP 8-bit FP spec v1.0).

@@ -166,7 +166,7 @@ def unpack(ins: MatrixInstruction, op: str, regs: np.ndarray, *, wave_size: int 
         for part in (0, 1):
             val = decode((fields[first] >> np.uint64(part * half)) & np.uint64((1 << half) - 1), t)
             pos = (idx[b[first], r[first], c[first]] >> (2 * part)) & 3
-            out[b[first], r[first], c[first] + pos] = val
+            np.add.at(out, (b[first], r[first], c[first] + pos), val)  # equal positions: both products count
         return Unpacked(out, [])
     t = _operand_type(ins, op, mods)
     vals = decode(fields, t)

@@ -34,7 +34,7 @@ class Codec:
     rows: int
     cols: int
     dt: DType
-    rec: np.ndarray  # (N, 7) block,row,col,vgpr,lane,bit_lo,bit_hi
+    rec: np.ndarray  # (N, 7) block,row,col,vgpr,lane,bit_lo,bit_hi; block folded into row (block 0, row b*rows + r)
     flat_elem: np.ndarray  # (N,) row * cols + col (block folded in: blocks are stacked as rows)
     primary: np.ndarray  # (E,) record index of each logical element's first owner (-1: no owner)
     # scatter plan: parts sorted by destination register
@@ -201,9 +201,13 @@ def codec(layout: Layout, dt_name: str, nregs: int | None = None) -> Codec:
     rec = lay.location_array()
     dims = dict(lay.out_dims)
     blocks, rows, cols = dims.get("block", 1), dims["row"], dims["col"]
+    if blocks > 1:  # a multi-block fragment is a (blocks*rows) x cols tile: block b's rows follow block b-1's
+        rec = rec.copy()
+        rec[:, 1] += rec[:, 0] * rows
+        rec[:, 0] = 0
     lanes = dict(lay.in_dims)["lane"]
     n = nregs if nregs is not None else lay.registers_per_lane()
-    flat = (rec[:, 0] * rows + rec[:, 1]) * cols + rec[:, 2]
+    flat = rec[:, 1] * cols + rec[:, 2]
     E = blocks * rows * cols
     order = np.lexsort((rec[:, 4], flat))  # by element, then lowest lane first
     primary = np.full(E, -1, np.int64)

@@ -148,7 +148,7 @@ def _plan(sim: LoopHost, loop: Op) -> _Plan | None:
         return None
     row = lookup(mma.attr("instr"), sim.p.target)
     mods = dict(mma.attr("modifiers") or ())
-    if mods.get("neg", 0) or mods.get("neg_hi", 0):
+    if mods.get("neg", 0) or mods.get("neg_hi", 0) or row.blocks != 1:  # multi-block: one product per block
         return None
     ta, tb, tc, td = (dtype(t) for t in row.types)
     if ta.kind in ("int", "uint") or tb.kind in ("int", "uint") or tc.name != "f32" or td.name != "f32":
