@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._golden import records
+
 from tilesim.errors import OutputError
 from tilesim.gallery import build_gallery, page_name
 from tilesim.layouts.pictures import svg
@@ -59,11 +61,26 @@ def test_sparse_page_shows_the_selection(tmp_path):
     assert "one 2:4 selection" in text
     pics = json.loads(re.search(r"id='pics'>(.*?)</script>", text).group(1))
     sel = next(p["data"] for p in pics if p["data"].get("sel"))
-    cells = [tuple(sel["d"][i:i + 6]) for i in range(0, len(sel["d"]), 6)]
-    # half the dense 16x32 A is kept (k % 4 = 1, 3), two f16 per 32-bit slot at bits 0-15 and 16-31
-    assert len(cells) == 256 and {c[1] % 4 for c in cells} == {1, 3}
-    assert {(c[4], c[5]) for c in cells} == {(0, 15), (16, 31)}
-    assert all((c[1] % 4 == 1) == (c[4] == 0) for c in cells)
+    cells = {tuple(sel["d"][i:i + 6]) for i in range(0, len(sel["d"]), 6)}
+    # expected from AMD's calculator (the VGPR of each dense k's group) and the ISA (two f16 per
+    # group field, the lower kept k in bits 0-15; the index 4 bits per group, idx0 | idx1 << 2)
+    pairs = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    a, _ = records(row.spellings, "gfx942", "A", 64)
+    kidx, _ = records(row.spellings, "gfx942", "K", 64)
+    field = {(i, k): (lane, v) for _, i, k, v, lane, _, _ in a.tolist()}
+    nibble = {(i, k): (lane, v, lo) for _, i, k, v, lane, lo, _ in kidx.tolist()}
+    want, notes = set(), {}
+    for i in range(16):
+        for g in range(8):
+            pair = pairs[(i + g) % 6]
+            for p, pos in enumerate(pair):
+                lane, v = field[(i, 4 * g + pos)]
+                want.add((i, 4 * g + pos, lane, v, 16 * p, 16 * p + 15))
+                kl, kv, klo = nibble[(i, 4 * g)]
+                notes[i * 32 + 4 * g + pos] = (kl, kv, klo, pair[0] | pair[1] << 2)
+    assert cells == want and len(cells) == 256
+    for key, (kl, kv, klo, code) in notes.items():
+        assert f"index lane {kl}, v{kv}[{klo}:{klo + 3}] = {code:04b}b" in sel["notes"][str(key)]
 
 
 def test_the_whole_gallery_is_small(tmp_path):

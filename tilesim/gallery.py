@@ -32,6 +32,7 @@ from tilesim.layouts.pictures import lane_colour
 from tilesim.matrix.catalog import rows
 from tilesim.matrix.explain import explain
 from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["build_gallery", "page_name", "picture_data"]
 
@@ -90,6 +91,7 @@ function draw(p,cols){
     if(!oneReg)s.appendChild(el('text',{'class':'l',x:(x+k*w+w/2).toFixed(1),y:y+31,'font-size':fs-1},rn));});
    if(oneReg)s.appendChild(el('text',{'class':'l',x:x+C/2,y:y+33,'font-size':cp.length===1?8:7},Object.keys(regs)[0]));
    var tip=p.names[0]+'='+r+', '+p.names[1]+'='+c+': '+tips.join('; ')+(cp.length>1?' (replicated)':'');
+   if(p.notes&&p.notes[r*p.cols+c])tip+='; '+p.notes[r*p.cols+c];
    var cell=el('rect',{'class':'cell','data-row':r,'data-col':c,x:x,y:y,width:C,height:C});
    cell.appendChild(el('title',{},tip));s.appendChild(cell);}}
  return s;}
@@ -125,24 +127,36 @@ def picture_data(lay: Layout) -> dict:
     return {"rows": dims.get("block", 1) * dims["row"], "cols": dims["col"], "bits": lay.elem_bits or 32, "d": flat}
 
 
-def _selection_data(lay: Layout) -> dict:
-    """Sparse A with one example 2:4 selection (k % 4 in {1, 3} kept): where each kept value lands.
+# The six 2:4 selections (kept positions idx0 < idx1 of a group of four k); the example selection of
+# row i, group g is _PAIRS[(i + g) % 6], so every pattern and every index code appears.
+_PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
 
-    The A operand of SMFMAC/SWMMAC holds, per register slot, only the kept values of its groups of
-    four k, packed in order (the index operand K says which were kept); unselected cells hold nothing.
-    """
-    rec = lay.location_array()
-    dims = dict(lay.out_dims)
-    by_slot: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for b, r, c, v, lane, lo, hi in rec.tolist():
-        by_slot.setdefault((lane, v, lo), []).append((b * dims["row"] + r, c))
+
+def _selection_data(row: MatrixInstruction, wave: int) -> dict:
+    """Sparse A with an example 2:4 selection: which two of every four k are kept, where each kept
+    value lands (the compressed-values layout, tilesim.matrix.sparse) and, per kept cell, the index
+    bits of its group (the metadata layout: which VGPR bits, and the code ``idx0 | idx1 << 2``).
+    Unselected cells hold nothing."""
+    vals = values_layout(row, wave).location_array()
+    meta = meta_layout(row, wave).location_array()
+    where = {(r, c): (lane, v, lo, hi) for _, r, c, v, lane, lo, hi in vals.tolist()}
+    byte = {(r, c): (lane, v, lo) for _, r, c, v, lane, lo, _ in meta.tolist()}
     flat: list[int] = []
-    for (lane, v, lo), elems in by_slot.items():
-        kept = sorted(e for e in elems if e[1] % 4 in (1, 3))
-        width = 32 // max(len(kept), 1)
-        for n, (r, c) in enumerate(kept):
-            flat += [r, c, lane, v, lo + n * width, lo + (n + 1) * width - 1]
-    return {"rows": dims.get("block", 1) * dims["row"], "cols": dims["col"], "bits": 16, "d": flat, "sel": 1}
+    notes: dict[int, str] = {}
+    for i in range(row.m):
+        for g in range(row.k // 4):
+            pair = _PAIRS[(i + g) % 6]
+            code = pair[0] | pair[1] << 2
+            lane_k, vk, lo_k = byte[(i, g // 2)]
+            lo_k += 4 * (g % 2)
+            for p, pos in enumerate(pair):
+                k = 4 * g + pos
+                lane, v, lo, hi = where[(i, 2 * g + p)]
+                flat += [i, k, lane, v, lo, hi]
+                notes[i * row.k + k] = (f"kept as value {p} of group {g} (k {4 * g}..{4 * g + 3}); index lane {lane_k}, "
+                                        f"v{vk}[{lo_k}:{lo_k + 3}] = {code:04b}b (idx0 {pair[0]}, idx1 {pair[1]})")
+    bits = int(vals[0, 6] - vals[0, 5] + 1)
+    return {"rows": row.m, "cols": row.k, "bits": bits, "d": flat, "sel": 1, "notes": notes}
 
 
 def _page(title: str, body: str, data: list | None = None) -> str:
@@ -177,10 +191,12 @@ def _instruction_page(row: MatrixInstruction) -> str:
                          + pic(picture_data(lay), lanes, f"{op} — {row.mnemonic} ({row.family}, wave{wave})", _NAMES[op])
                          + "</div>")
             if row.sparse and op == "A":
-                parts.append("<div class='op'><h3>A, one 2:4 selection</h3><p>Kept: k % 4 in {1, 3} (the index "
-                             "operand K says which two of every four are kept); each register slot packs its "
-                             "group's kept values in order; grey cells are not stored.</p>"
-                             + pic(_selection_data(lay), lanes, f"A with k % 4 in {{1, 3}} kept (wave{wave})",
+                parts.append("<div class='op'><h3>A, one 2:4 selection</h3><p>Each group of four k keeps two "
+                             "(grey: not stored); row i, group g keeps the pair number (i + g) % 6 of (0,1) (0,2) "
+                             "(0,3) (1,2) (1,3) (2,3). The kept values are packed in order in the group's field "
+                             "(the lower k in the low bits); the index operand K holds 4 bits per group, "
+                             "idx0 | idx1 &lt;&lt; 2 — hover a cell for its index bits.</p>"
+                             + pic(_selection_data(row, wave), lanes, f"A, 2:4 selection and index bits (wave{wave})",
                                    _NAMES[op]) + "</div>")
     return _page(f"{row.mnemonic} ({row.family})", "".join(parts), data)
 
