@@ -205,6 +205,8 @@ def compile_salu(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], No
         return run_se
     if m in ("s_add_u32", "s_add_co_u32"):
         return binary(lambda a, b: a + b, lambda a, b, f, r: f > M32)
+    if m == "s_add_nc_u64":  # gfx12 SOP2: 64-bit add, no carry out, SCC unchanged (RDNA4 ISA, SOP2 opcodes)
+        return binary(lambda a, b: a + b, None)
     if m in ("s_sub_u32", "s_sub_co_u32"):
         return binary(lambda a, b: a.astype(np.int64) - b.astype(np.int64), lambda a, b, f, r: f < 0)
     if m in ("s_addc_u32", "s_add_co_ci_u32"):
