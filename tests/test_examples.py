@@ -33,6 +33,7 @@ from tilesim.layouts import Layout
 from tilesim.matrix import lookup
 from tilesim.matrix.catalog import rows
 from tilesim.matrix.numerics import tolerance
+from tilesim.matrix.sparse import compress
 
 MODULES = {"gemm": gemm, "gemm_abt": gemm_abt, "lds_gemm": lds_gemm, "softmax": softmax, "int8_gemm": int8_gemm,
            "fp8_gemm": fp8_gemm}
@@ -459,7 +460,7 @@ def _decode_bits(bits, t):
 
 @functools.lru_cache(maxsize=None)
 def _one_mma(ta, tb, tc, td):
-    def one_mma(A: ts.Tensor[ta, "M", "K"], B: ts.Tensor[tb, "K", "N"], C: ts.Tensor[tc, "M", "N"],
+    def one_mma(A: ts.Tensor[ta, "M", "K"], B: ts.Tensor[tb, "KB", "N"], C: ts.Tensor[tc, "M", "N"],
                 D: ts.Tensor[td, "M", "N"], *, mma="", mods=()):
         op = ts.mma_op(mma)
         a = ts.load(A[0:, 0:], op.layout("A"))
@@ -470,11 +471,19 @@ def _one_mma(ta, tb, tc, td):
     return ts.kernel(one_mma)
 
 
+@functools.lru_cache(maxsize=None)
+def _one_sparse_mma(ta, tb, tc, td):
+    def one_sparse_mma(Av: ts.Tensor[ta, "M", "KC"], Am: ts.Tensor["u8", "M", "KM"], B: ts.Tensor[tb, "K", "N"],
+                       C: ts.Tensor[tc, "M", "N"], D: ts.Tensor[td, "M", "N"], *, mma=""):
+        op = ts.mma_op(mma)
+        a, meta = ts.load(Av[0:, 0:], op.layout("A")), ts.load(Am[0:, 0:], op.layout("index"))
+        b, c = ts.load(B[0:, 0:], op.layout("B")), ts.load(C[0:, 0:], op.layout("C"))
+        ts.store(D[0:, 0:], ts.mma(op, a, b, c, index=meta))
+
+    return ts.kernel(one_sparse_mma)
+
+
 def _skip_reason(row):
-    if row.sparse:
-        return "sparse: tile programs have no sparse-index operand yet"
-    if row.blocks > 1:
-        return "multi-block: tile programs use single-block instructions"
     if "_scale_" in row.mnemonic:
         return "scaled MFMA: the DSL has no per-block scale operands (e8m0)"
     return None
@@ -484,6 +493,7 @@ SLICE = {  # one row per family runs always; --full runs every row and wave size
     ("cdna1", "v_mfma_i32_32x32x8i8"), ("cdna2", "v_mfma_f64_16x16x4f64"), ("cdna3", "v_mfma_f32_16x16x32_fp8_fp8"),
     ("cdna4", "v_mfma_f32_32x32x64_f8f6f4"), ("rdna3", "v_wmma_f32_16x16x16_f16"), ("rdna4", "v_wmma_i32_16x16x16_iu8"),
     ("gfx1250", "v_wmma_f32_16x16x4_f32"), ("sm80", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    ("cdna3", "v_smfmac_f32_16x16x32_f16"), ("rdna4", "v_swmmac_i32_16x16x32_iu8"), ("cdna2", "v_mfma_f32_4x4x4f16"),
     ("sm89", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"),
 }
 ROW_CASES = [
@@ -495,26 +505,54 @@ ROW_CASES = [
 
 def test_the_slice_has_one_row_per_family_and_skips_are_explained():
     assert {f for f, _ in SLICE} == {r.family for r in rows()}
+    assert any(r.sparse for r in rows() if (r.family, r.mnemonic) in SLICE)
+    assert any(r.blocks > 1 for r in rows() if (r.family, r.mnemonic) in SLICE)
     assert all(any(p.values[0].mnemonic == m and p.values[0].family == f for p in ROW_CASES) for f, m in SLICE)
     skipped = [r for r in rows() if _skip_reason(r)]
-    assert all(r.sparse or r.blocks > 1 or "_scale_" in r.mnemonic for r in skipped)
+    assert all("_scale_" in r.mnemonic for r in skipped)
 
 
 @pytest.mark.parametrize(("row", "wave"), ROW_CASES)
 def test_every_instruction_in_a_tile_program(row, wave):
+    """Multi-block rows: the blocks stacked as rows (A (blocks*M) x K, B (blocks*K) x N), one product
+    per block. Sparse rows: A pruned to 2 of 4, loaded compressed with its metadata bytes."""
     ta, tb, tc, td = row.types
     target = row.targets[0]
-    prog = _one_mma(ta, tb, tc, td).specialize(target=target, wave_size=wave, M=row.m, N=row.n, K=row.k,
-                                                 mma=row.mnemonic)
-    assert ts.check(prog).ok, str(ts.check(prog))
+    nb = row.blocks
     rng = np.random.default_rng(hash((row.mnemonic, wave)) % 2**32)
     lo = 0 if ta.startswith("u") else -2  # small integers: exact in every type, sums exact in D
-    A = rng.integers(lo, 3, (row.m, row.k)).astype(np.float64)
-    B = rng.integers(0 if tb.startswith("u") else -2, 3, (row.k, row.n)).astype(np.float64)
-    C = rng.integers(-2, 3, (row.m, row.n)).astype(np.float64)
-    res = ts.simulate(prog, A=A, B=B, C=C)
-    np.testing.assert_array_equal(_f64(res["D"]), A @ B + C)
+    A = rng.integers(lo, 3, (nb * row.m, row.k)).astype(np.float64)
+    B = rng.integers(0 if tb.startswith("u") else -2, 3, (nb * row.k, row.n)).astype(np.float64)
+    C = rng.integers(-2, 3, (nb * row.m, row.n)).astype(np.float64)
+    if row.sparse:
+        pairs = np.array([(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])  # every 2:4 pattern
+        keep = pairs[(np.arange(row.m)[:, None] + np.arange(row.k // 4)[None, :]) % 6]
+        mask = np.zeros((row.m, row.k // 4, 4), bool)
+        np.put_along_axis(mask, keep, True, -1)
+        A = np.where(mask.reshape(row.m, row.k), A, 0)
+        values, meta = compress(A)
+        prog = _one_sparse_mma(ta, tb, tc, td).specialize(target=target, wave_size=wave, M=row.m, N=row.n, K=row.k,
+                                                          KC=row.k // 2, KM=row.k // 8, mma=row.mnemonic)
+        res = ts.simulate(prog, Av=values, Am=meta, B=B, C=C)
+    else:
+        prog = _one_mma(ta, tb, tc, td).specialize(target=target, wave_size=wave, M=nb * row.m, N=row.n, K=row.k,
+                                                     KB=nb * row.k, mma=row.mnemonic)
+        res = ts.simulate(prog, A=A, B=B, C=C)
+    assert ts.check(prog).ok, str(ts.check(prog))
+    want = np.einsum("bmk,bkn->bmn", A.reshape(nb, row.m, row.k), B.reshape(nb, row.k, row.n)).reshape(C.shape) + C
+    np.testing.assert_array_equal(_f64(res["D"]), want)
     assert res.report.replication_count == 0
+    if row.sparse:  # the A fields as the catalog (= AMD's calculator) places each group: kept values in order
+        load_a = next(op for op in prog.walk() if op.kind == "load" and op.attr("tensor") == "Av")
+        regs = res.registers[load_a.out.id][0, 0].astype(np.uint64)
+        half = ts.lookup(row.mnemonic, target).dtypes[0].reg_bits
+        for loc in row.layout("A", wave_size=wave).locations():
+            if loc.col % 4 == 0:
+                field = int(regs[loc.lane, loc.vgpr]) >> loc.bit_lo
+                for p in (0, 1):
+                    bits = (field >> (p * half)) & ((1 << half) - 1)
+                    assert _decode_bits(bits, ta) == values[loc.row, loc.col // 2 + p], (loc, p)
+        return
     # the loaded A fragment, bit for bit, where the catalog says the instruction reads A[i][k]
     load_a = next(op for op in prog.walk() if op.kind == "load" and op.attr("tensor") == "A")
     regs = res.registers[load_a.out.id][0, 0].astype(np.uint64)
@@ -524,7 +562,7 @@ def test_every_instruction_in_a_tile_program(row, wave):
     for loc in locs:
         word = int(regs[loc.lane, loc.vgpr]) | (int(regs[loc.lane, loc.vgpr + 1]) << 32 if loc.vgpr + 1 < nregs else 0)
         bits = (word >> loc.bit_lo) & ((1 << (loc.bit_hi - loc.bit_lo + 1)) - 1)
-        assert _decode_bits(bits, ta) == A[loc.row, loc.col], loc
+        assert _decode_bits(bits, ta) == A[loc.block * row.m + loc.row, loc.col], loc
 
 
 @pytest.mark.parametrize(("neg", "neg_hi"), [(1, 0), (0, 1), (3, 3), (2, 0), (4, 0), (0, 4), (7, 7)])
@@ -533,7 +571,7 @@ def test_mma_neg_modifiers_on_packed_f16(neg, neg_hi):
     NEG_HI those in the high bits (both: the whole operand); NEG[2] negates C, NEG_HI[2] takes
     |C| (RDNA4 ISA §7.9). Which elements sit high is read from the catalog's locations."""
     row = lookup("v_wmma_f32_16x16x16_f16", "gfx1201")
-    prog = _one_mma(*row.types).specialize(target="gfx1201", M=16, N=16, K=16, mma=row.mnemonic,
+    prog = _one_mma(*row.types).specialize(target="gfx1201", M=16, N=16, K=16, KB=16, mma=row.mnemonic,
                                            mods=(("neg", neg), ("neg_hi", neg_hi)))
     rng = np.random.default_rng(neg * 8 + neg_hi)
     A, B, C = (rng.integers(-3, 4, (16, 16)).astype(np.float64) for _ in range(3))

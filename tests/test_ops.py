@@ -380,7 +380,7 @@ def test_paths_agree_with_emit_on_every_example_and_target():
     from tilesim.codegen import CodegenError
     from tilesim.ir import check
 
-    progs = [p for m in ("gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm")
+    progs = [p for m in ("gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm", "sparse_gemm", "batched_small_gemm")
              for p in importlib.import_module(f"examples.{m}").programs()]
     progs += [make() for make, _ in NOT_EMITTED.values()]
     progs += [_half(dt, w) for dt in ("f16", "bf16") for w in ("elementwise", "reduce", "convert")] + [_convert16()]
