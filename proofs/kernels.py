@@ -20,7 +20,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from proofs.catalog import Case, cases
+from tilesim.codegen.mma_forms import stack_blocks
 from tilesim.layouts.expr import expressions
+from tilesim.layouts.layout import Layout
+from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["emitted_index_maps", "kernel_cases", "prove_kernel", "SIZES", "STATIC_SIZES", "static_kernel_cases",
            "prove_kernel_static"]
@@ -39,20 +42,39 @@ STATIC_MODULES = ("gemm", "gemm_abt", "int8_gemm", "fp8_gemm", "lds_gemm")
 
 
 def emitted_index_maps(case: Case) -> list[str]:
-    """The generator's C text for row/col (``slot`` -> ``s``), evaluated in Python on every slot."""
+    """The generator's C text for row/col (``slot`` -> ``s``), evaluated in Python on every slot:
+    for the catalog layout, the blocks-stacked-as-rows form the generator addresses memory with
+    (multi-block rows), and the compressed-values and metadata forms of a sparse A / K."""
     lay = case.layout()
+    out = _index_map(case.name, lay)
+    if dict(lay.out_dims).get("block", 1) > 1 and lay.is_function():
+        stacked = stack_blocks(lay)
+        hw, lg = lay.pairs()
+        names = lay.out_names
+        want = lg[:, names.index("block")] * dict(lay.out_dims)["row"] + lg[:, names.index("row")]
+        shw, slg = stacked.pairs()
+        if set(map(tuple, np.c_[hw, want, lg[:, names.index("col")]].tolist())) != set(map(tuple, np.c_[shw, slg].tolist())):
+            out.append(f"{case.name}: blocks stacked as rows is not block*rows + row")
+        out += _index_map(f"{case.name} (blocks stacked)", stacked)
+    if case.row.sparse and case.op in ("A", "K"):
+        derived = (values_layout if case.op == "A" else meta_layout)(case.row, case.wave, **dict(case.mods))
+        out += _index_map(f"{case.name} ({'compressed values' if case.op == 'A' else 'metadata bytes'})", derived)
+    return out
+
+
+def _index_map(name: str, lay: Layout) -> list[str]:
     if not lay.is_function():
         return []  # broadcast reads are never loaded or stored through; the generator refuses them
     hw, lg = lay.pairs()
     env = {"lane": hw[:, lay.in_names.index("lane")], "s": hw[:, lay.in_names.index("slot")]}
     out = []
-    for d, (name, e) in enumerate(expressions(lay).items()):
+    for d, (dim, e) in enumerate(expressions(lay).items()):
         if e.table is not None:
             got = np.asarray(e.table)[env["lane"] + dict(lay.in_dims)["lane"] * env["s"]]
         else:
             got = eval(e.py().replace("slot", "s"), {}, env)  # noqa: S307 - our own generated text
         if not np.array_equal(np.broadcast_to(got, lg[:, d].shape), lg[:, d]):
-            out.append(f"{case.name}: emitted {name} = {e.text} differs from the layout")
+            out.append(f"{name}: emitted {dim} = {e.text} differs from the layout")
     return out
 
 
