@@ -301,22 +301,28 @@ def test_slot_holding_several_elements_is_refused_by_check_and_simulate():
         ts.simulate(prog, X=np.ones((16, 16), np.float32))
 
 
-def test_multi_block_mfma_is_refused_by_check_and_simulate():
+def test_multi_block_mfma_is_checked_and_simulated_per_block():
+    """Multi-block MFMA (was refused): the 16 blocks of v_mfma_f32_4x4x4f16 are stacked as rows of
+    the tiles, each block its own product; a tile of the wrong height is an unwritten output."""
     row = lookup("v_mfma_f32_4x4x4f16", "gfx942")
     assert row.blocks == 16
 
     @ts.kernel
-    def mb(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
+    def mb(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "KB", "N"], C: ts.Tensor["f32", "M", "N"]):
         op = ts.mma_op("v_mfma_f32_4x4x4f16")
         acc = ts.zeros(op.row.layout("C", wave_size=64), "f32")
         a = ts.load(A[0:, 0:], op.row.layout("A", wave_size=64))
         b = ts.load(B[0:, 0:], op.row.layout("B", wave_size=64))
         ts.store(C[0:, 0:], ts.mma(op, a, b, acc))
 
-    prog = mb.specialize(target="gfx942", M=64, N=64, K=64)
-    assert any("multi-block instructions" in e and "not yet usable in tile programs" in e for e in _errors(prog))
-    with pytest.raises(VerifyError, match="multi-block"):
-        ts.simulate(prog, A=np.ones((64, 64), np.float16), B=np.ones((64, 64), np.float16))
+    prog = mb.specialize(target="gfx942", M=64, K=4, KB=64, N=4)
+    assert _errors(prog) == []
+    rng = np.random.default_rng(0)
+    A, B = rng.integers(-3, 4, (64, 4)), rng.integers(-3, 4, (64, 4))
+    out = ts.simulate(prog, A=A.astype(np.float16), B=B.astype(np.float16))["C"]
+    np.testing.assert_array_equal(out, np.einsum("bmk,bkn->bmn", A.reshape(16, 4, 4), B.reshape(16, 4, 4)).reshape(64, 4))
+    tall = mb.specialize(target="gfx942", M=128, K=4, KB=64, N=4)  # one tile for 128 rows: half never written
+    assert any("never written" in e or "not written" in e for e in _errors(tall)), _errors(tall)
 
 
 def test_convert_between_tile_shapes_is_refused():
