@@ -321,3 +321,13 @@ def test_readlane_readfirstlane_writelane() -> None:
 def test_pack_b32_f16_joins_two_halves() -> None:
     st = run("gfx1201", "\tv_pack_b32_f16 v3, v0, v1", {0: A, 1: B})
     assert _ints(st.v[3][0]) == [(b & 0xFFFF) << 16 | (a & 0xFFFF) for a, b in zip(_ints(A), _ints(B))]
+
+
+def test_s_add_nc_u64_wraps_and_leaves_scc() -> None:
+    """gfx12 64-bit scalar add: the sum modulo 2**64 (Python ints), no carry out, SCC unchanged."""
+    for a, b, scc in [((1 << 64) - 5, 32, 1), (0xFFFFFFFF, 1, 0), (0x123456789, 0xFEDCBA987, 1)]:
+        st = run("gfx1201", "\ts_cmp_eq_u32 s8, " + ("s8" if scc else "1") + "\n\ts_add_nc_u64 s[4:5], s[0:1], s[2:3]",
+                 s={0: a & M32, 1: a >> 32, 2: b & M32, 3: b >> 32, 8: 0})
+        got = int(st.s[4][0]) | int(st.s[5][0]) << 32
+        assert got == (a + b) % (1 << 64), (a, b)
+        assert bool(st.scc[0]) == bool(scc)
