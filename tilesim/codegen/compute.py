@@ -4,6 +4,7 @@ and ``reduce``/``convert`` through a per-wave LDS scratch tile."""
 from __future__ import annotations
 
 from tilesim.codegen.common import CodegenError, _f32_literal, _int, _row, _slot_bits, _slot_put
+from tilesim.codegen.mma_forms import sparse_index_arg
 from tilesim.ir.core import Op, Value
 from tilesim.ir.ops import CODEC_HELPERS, ELEMENTWISE, FLOAT_CODECS, REDUCE
 from tilesim.layouts.layout import Layout
@@ -20,8 +21,12 @@ class ComputeOps:
     def op_mma(self, op: Op, d: int) -> None:
         row = lookup(op.attr("instr"), self.p.target)
         mods = dict(op.attr("modifiers") or ())
-        a, b, c = (self.frag(x) for x in op.args)
+        a, b, c = (self.frag(x) for x in op.args[:3])
         out = self.frag(op.out)
+        if op.kind == "mma_sparse":  # the metadata fragment is the index VGPR (tilesim/matrix/sparse.py)
+            idx, mods = sparse_index_arg(row, self.p.wave_size, self.frag(op.args[3]), mods)
+            self.emit(d, self._amd_call(row, (a, b, c, idx), out, mods) + ";")
+            return
         nd = row.registers_for(self.p.wave_size)["D"]
         if nd != op.out.layout.registers_per_lane():
             raise CodegenError(f"{row.mnemonic} writes {nd} VGPRs of D; the declared accumulator spans "
@@ -31,7 +36,9 @@ class ComputeOps:
         else:
             self._ptx_call(row, (a, b, c), out, d)
 
-    def _amd_call(self, row: MatrixInstruction, ops: tuple[str, str, str], out: str, mods: dict[str, int]) -> str:
+    op_mma_sparse = op_mma
+
+    def _amd_call(self, row: MatrixInstruction, ops: tuple[str, ...], out: str, mods: dict[str, int]) -> str:
         bi = row.builtin_for(self.p.wave_size)
         if bi is None:
             raise CodegenError(f"{row.mnemonic} has no clang builtin for wave{self.p.wave_size}")

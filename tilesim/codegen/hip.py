@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from tilesim.codegen.common import _UINT, CodegenError, _int, _row
 from tilesim.codegen.compute import ComputeOps
 from tilesim.codegen.idents import c_identifiers, comment_text
+from tilesim.codegen.mma_forms import stack_blocks
 from tilesim.codegen.memory import MemoryOps
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.ops import BINOPS, INT_MAX, Macro, emit_refusals, prelude_macros
@@ -151,7 +152,7 @@ class _Gen(MemoryOps, ComputeOps):
         if not lay.is_function():
             raise CodegenError("a fragment layout where one register slot holds several elements (a broadcast) "
                                "cannot be loaded or stored")
-        ex = expressions(lay)
+        ex = expressions(stack_blocks(lay))  # multi-block: block b is rows b*M... of the tile, as the simulator
         out = {}
         valid = None
         for name in ("row", "col"):

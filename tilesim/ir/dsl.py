@@ -50,6 +50,7 @@ from tilesim.matrix.dtypes import dtype as _dtype
 from tilesim.ir.loops import range, when  # noqa: A004 - ts.range is the DSL's loop
 from tilesim.ir.trace import _TRACE, Opaque, Scalar, Traced, _as_arg, _tr, _Trace
 from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["Tensor", "kernel", "Kernel", "mma_op", "MmaOp", "grid", "waves", "tile_id", "wave_id", "zeros", "load",
            "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "barrier", "cast", "convert",
@@ -212,12 +213,27 @@ class MmaOp(Opaque):
     def k(self) -> int:
         return self.row.k
 
+    @property
+    def blocks(self) -> int:
+        return self.row.blocks
+
+    @property
+    def sparse(self) -> bool:
+        return self.row.sparse
+
     def layout(self, operand: str, **mods: int) -> Layout:
-        lay = self.row.layout(operand, wave_size=self.wave_size, **mods)
-        if dict(lay.out_dims).get("block", 1) != 1:
-            raise VerifyError(f"{self.row.mnemonic} has {self.row.blocks} blocks; tile programs use single-block "
-                              "instructions for now")
-        return lay
+        """The layout a program loads ``operand`` through. Multi-block rows: a ``(blocks*M) x K`` A
+        tile (block b in rows b*M…), ``(blocks*K) x N`` B, ``(blocks*M) x N`` C/D. Sparse rows: "A" is
+        the compressed values ``M x K/2`` and "index" (or "K") the metadata bytes ``M x K/8``
+        (:mod:`tilesim.matrix.sparse`); CBSZ/ABID broadcast changes what the mma reads, not what a
+        load holds, so it is not applied here."""
+        op = operand.upper() if isinstance(operand, str) else operand
+        held = {k: v for k, v in mods.items() if (m := self.row.modifier(k)) is None or m.kind != "broadcast"}
+        if self.row.sparse and op == "A":
+            return values_layout(self.row, self.wave_size, **held)
+        if self.row.sparse and op in ("K", "INDEX"):
+            return meta_layout(self.row, self.wave_size, **held)
+        return self.row.layout(operand, wave_size=self.wave_size, **held)
 
 
 def mma_op(mnemonic: str) -> MmaOp:
@@ -226,8 +242,6 @@ def mma_op(mnemonic: str) -> MmaOp:
     if t.wave_size not in row.wave_sizes:
         raise VerifyError(f"{row.mnemonic} on {t.target} needs wave{'/'.join(map(str, row.wave_sizes))}; "
                           f"the kernel is specialised for wave{t.wave_size}")
-    if row.sparse:
-        raise VerifyError(f"{row.mnemonic} is sparse; sparse mma in tile programs is not supported yet")
     return MmaOp(row, t.wave_size)
 
 
@@ -300,15 +314,23 @@ def store(ref: _TileRef, frag: Frag, *, transpose: bool = False) -> None:
     t.emit("store", None, (frag.value, ref.row0, ref.col0), tensor=ref.tensor.name, transpose=bool(transpose))
 
 
-def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, **mods: int) -> Frag:
+def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, *, index: Frag | None = None, **mods: int) -> Frag:
+    """``D = A·B + C``. Sparse rows (SMFMAC/SWMMAC) take ``a`` = the compressed values and
+    ``index`` = the metadata bytes, both loaded through ``op.layout("A")`` / ``op.layout("index")``."""
     if not isinstance(op, MmaOp):
         raise VerifyError("ts.mma's first argument is ts.mma_op(mnemonic)")
+    if op.row.sparse != (index is not None):
+        raise VerifyError(f"{op.row.mnemonic} is sparse: pass its metadata, ts.mma(op, a, b, c, index=meta)"
+                          if op.row.sparse else f"{op.row.mnemonic} is dense: it takes no index= operand")
+    if index is not None and not isinstance(index, Frag):
+        raise VerifyError(f"index= takes the metadata fragment (ts.load(..., op.layout('index'))), got {index!r}"[:200])
     t = _tr()
     d = op.row.dtypes[3]
     # The result carries the accumulator's *declared* layout (what the program believes D looks
     # like, used by its epilogue); the simulator writes the registers the way the hardware does.
     out = t.value("frag", dtype=d.name, layout=c.layout.with_elem_bits(d.reg_bits))
-    t.emit("mma", out, (a.value, b.value, c.value), instr=op.row.mnemonic, family=op.row.family,
+    args = (a.value, b.value, c.value) + ((index.value,) if index is not None else ())
+    t.emit("mma_sparse" if index is not None else "mma", out, args, instr=op.row.mnemonic, family=op.row.family,
            modifiers=tuple(sorted(mods.items())))
     return Frag(out)
 
