@@ -179,7 +179,7 @@ def test_check_flags_an_operand_that_is_not_a_fragment_instead_of_asserting():
     # used to be a bare `assert` (AssertionError) in check; since the op table validates programs
     # when they are made (tilesim/ir/ops.py), the broken program is a typed error before check runs
     with pytest.raises(ts.VerifyError, match="load op must define a frag value"):
-        mutation._map_values(prog, lambda v: Value(v.id, "scalar") if v.id == a_id else v)
+        sys.modules["tools._layout_mutants"]._map_values(prog, lambda v: Value(v.id, "scalar") if v.id == a_id else v)
 
 
 def test_from_json_refuses_a_loop_without_carried_pairs():
