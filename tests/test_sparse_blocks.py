@@ -370,3 +370,28 @@ def test_examples_run_as_scripts():
             runpy.run_path(mod.__file__, run_name="__main__")
         errs = [float(x) for x in __import__("re").findall(r"max \|C - float64\| = (\S+)", buf.getvalue())]
         assert errs and max(errs) < 1e-4, buf.getvalue()
+
+
+def test_layout_command_shows_the_compressed_values_and_metadata(capsys):
+    """``tilesim layout --operand values|index``: the tiles a sparse program loads. Expected cells
+    from the calculator's A/K records (the group's field; the kept value p at 16*p, the group's
+    nibble pair as one byte) — not from tilesim."""
+    from tilesim.cli import main
+
+    row = lookup("v_smfmac_f32_16x16x32_f16", "gfx942")
+    a, _ = records(row.spellings, "gfx942", "A", 64)
+    k, _ = records(row.spellings, "gfx942", "K", 64, abid=2)
+    field = {(i, kk): (lane, v) for _, i, kk, v, lane, _, _ in a.tolist()}
+    nib = {(i, kk): (lane, v, lo) for _, i, kk, v, lane, lo, _ in k.tolist()}
+    assert main(["layout", "--instr", row.mnemonic, "--arch", "gfx942", "--operand", "values"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for i, c in [(0, 0), (0, 1), (5, 6), (15, 15)]:
+        lane, v = field[(i, 4 * (c // 2))]
+        assert f"L{lane}.v{v}[{16 * (c % 2)}:{16 * (c % 2) + 15}]" == lines[2 + i].split()[1 + c]
+    assert main(["layout", "--instr", row.mnemonic, "--arch", "gfx942", "--operand", "index", "--abid", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for i, c in [(0, 0), (3, 1), (15, 3)]:
+        lane, v, lo = nib[(i, 8 * c)]
+        assert f"L{lane}.v{v}[{lo}:{lo + 7}]" == lines[2 + i].split()[1 + c]
+    assert main(["layout", "--instr", "v_mfma_f32_16x16x16f16", "--arch", "gfx942", "--operand", "values"]) != 0
+    assert "not a sparse instruction" in capsys.readouterr().err

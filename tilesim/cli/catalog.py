@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from tilesim.errors import TilesimError
 
@@ -71,8 +72,7 @@ def cmd_layout(args: argparse.Namespace) -> str:
     from tilesim.matrix.catalog import lookup
 
     row = lookup(args.instr, args.arch)
-    lay = row.layout(args.operand, wave_size=args.wave, cbsz=args.cbsz, abid=args.abid, blgp=args.blgp,
-                     opsel=args.opsel)
+    lay = _operand_layout(row, args)
     if args.format == "table" and args.out and Path(args.out).suffix.lower() in (".svg", ".png"):
         args.format = Path(args.out).suffix.lower()[1:]  # `--out x.svg` says the format
     _refuse_ignored_layout_flags(args)
@@ -84,7 +84,7 @@ def cmd_layout(args: argparse.Namespace) -> str:
 
         title = f"{row.mnemonic} {args.operand.upper()} on {args.arch} (wave{args.wave or row.wave_sizes[0]})"
         if args.compare:
-            other = lookup(args.instr, args.compare).layout(args.operand, wave_size=args.wave)
+            other = _operand_layout(lookup(args.instr, args.compare), args, mods=False)
             text = svg_compare(lay, other, f"{args.arch}", f"{args.compare}")
         else:
             text = svg(lay, title)
@@ -114,6 +114,18 @@ def cmd_layout(args: argparse.Namespace) -> str:
             "wave": args.wave or row.wave_sizes[0], "cbsz": args.cbsz, "abid": args.abid, "blgp": args.blgp,
             "opsel": args.opsel}
     return render(lay, args.format, **meta) if args.format == "json" else render(lay, args.format)
+
+
+def _operand_layout(row: Any, args: argparse.Namespace, mods: bool = True) -> Any:
+    """The layout of ``--operand``: A, B, C, D, K from the row; for a sparse row also ``values`` (the
+    compressed A a tile program loads) and ``index`` (its metadata bytes), tilesim.matrix.sparse."""
+    m = dict(cbsz=args.cbsz, abid=args.abid, blgp=args.blgp, opsel=args.opsel) if mods else {}
+    if str(args.operand).lower() in ("values", "index"):
+        from tilesim.matrix.sparse import meta_layout, values_layout
+
+        make = values_layout if args.operand.lower() == "values" else meta_layout
+        return make(row, args.wave, **{k: v for k, v in m.items() if k != "blgp"})
+    return row.layout(args.operand, wave_size=args.wave, **m)
 
 
 def _refuse_ignored_layout_flags(args: argparse.Namespace) -> None:

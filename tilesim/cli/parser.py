@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lay.add_argument("--arch", required=True, help="target name, e.g. gfx942")
     lay.add_argument("--instr", required=True, help="instruction mnemonic")
-    lay.add_argument("--operand", required=True, help="A, B, C, D, or K (sparse indices)")
+    lay.add_argument("--operand", required=True, help="A, B, C, D, or K (sparse indices); for SMFMAC/SWMMAC also "
+                     "values / index (the compressed A and metadata bytes a tile program loads)")
     lay.add_argument("--wave", type=int, default=None, help="wave size (RDNA: 32 or 64)")
     for name, text in (("cbsz", "A broadcast size (CDNA)"), ("abid", "A broadcast block id (CDNA)"),
                        ("blgp", "B lane group pattern (CDNA)"), ("opsel", "raw 3-bit OPSEL field (RDNA3)")):
