@@ -106,5 +106,7 @@ def test_register_counts_equal_the_builtin_signature(row, builtin) -> None:
     declared = {op: _vgprs(t) for op, t in zip(names, operands)}
     declared["D"] = _vgprs(builtin.ret)
     assert {op: regs[op] for op in declared} == declared
-    # anything after the matrix operands is a block-scale operand (gfx950 v_mfma_scale_*): one i32 each
-    assert all(t == "i32" for t in operands[len(names):]), operands
+    # anything after the matrix operands is a block-scale operand: one i32 each (gfx950 v_mfma_scale_*,
+    # gfx1250 v_wmma_scale_*: four 8-bit scales), one i64 each for gfx1250 v_wmma_scale16_* (eight)
+    scale = "i64" if "_scale16_" in builtin.name else "i32"
+    assert all(t == scale for t in operands[len(names):]), operands

@@ -1,23 +1,42 @@
-"""gfx1250 rows (CDNA5-generation WMMA, wave32 only), split from :mod:`catalog_amd` by concern.
+"""gfx1250 rows (wave32 only), split from :mod:`tilesim.matrix.catalog_amd` by concern.
 
-The rows reuse catalog_amd's factories (``_wmma``, ``_builtin``) and modifier values; each row
-names its sources and confidence in its notes and in docs/catalog.md.
+Dense WMMA (16x16x4 f32 … 16x16x128 fp8), the format-selected ``v_wmma_f32_16x16x128_f8f6f4``, the
+M=32 ``v_wmma_f32_32x16x128_f4`` and their block-scaled forms (``v_wmma_scale_*``: one scale per
+32 k, ``v_wmma_scale16_*``: one per 16 k). The rows reuse catalog_amd's factories; each names its
+sources and confidence in its notes and in docs/catalog.md.
+
+Not here, on purpose: gfx1250 SWMMAC (``v_swmmac_*_16x16x64_*``, ``*_16x16x128_*``) — its sparse-A
+and index lane maps are in no source we could read (see docs/catalog.md, "Known gaps"); the fp6/bf6
+formats of the f8f6f4 forms — which 32-k blocks each lane half holds is not stated for them.
 """
 
 from __future__ import annotations
 
-from tilesim.matrix.catalog_amd import _IU, FP8_PAIRS, NEG, NEG_HI, SIGNED, _bits, _builtin, _regs, _wmma
-from tilesim.matrix.geometry import AccGeometry, InputGeometry
-from tilesim.matrix.instruction import MatrixInstruction
+from dataclasses import replace
 
-__all__ = ["GFX1250_ROWS"]
+import numpy as np
+
+from tilesim.layouts.layout import Layout
+from tilesim.matrix.catalog_amd import _IU, FP8_PAIRS, NEG, NEG_HI, SIGNED, _bits, _builtin, _regs, _wmma, parse_clang_type
+from tilesim.matrix.geometry import AccGeometry, FormatGeometry, InputGeometry
+from tilesim.matrix.instruction import Builtin, Immediate, MatrixInstruction, Modifier
+
+__all__ = ["GFX1250_ROWS", "F8F6F4_FORMATS", "F8F6F4_VGPRS", "f8f6f4_geometry"]
+
+# Sources, cited by the rows (docs/catalog.md gives the same with confidence per row).
+CK_TRITON = "Composable Kernel LayoutFromDataType / Triton WMMA v3 (amd_wmma version 3) dot-operand layout"
+COMGR = ("ROCm comgr hotswap WMMA rewrites (patch-wmma-split, patch-wmma-scale16): exact decompositions "
+         "of 32x16x128_f4 into two 16x16x128_f8f6f4 (M halves) and of block-16 into block-32 scaled WMMA")
+TRITON_SCALED = ("Triton gfx1250 scaled dot (accelerate-amd-matmul-wmma-gfx1250.mlir: kWidth = 16 bytes; "
+                 "WMMA.cpp generateScaledWMMAIntrinsic; chooseScaledWmmaScaleLayout)")
+CLANG = "clang 22 BuiltinsAMDGPU gfx1250 builtins; operand tuple sizes from the ISA clang emits (tests)"
 
 
-def _gfx1250() -> list[MatrixInstruction]:
-    """gfx1250 dense WMMA (wave32 only). A/B: chunks of ``kl`` k alternate the two lane halves
-    (Composable Kernel ``LayoutFromDataType`` = Triton WMMA v3); C/D as RDNA4 wave32.
+# --------------------------------------------------------------------------- dense WMMA
+def _dense() -> list[MatrixInstruction]:
+    """gfx1250 dense WMMA. A/B: chunks of ``kl`` k alternate the two lane halves (Composable
+    Kernel ``LayoutFromDataType`` = Triton WMMA v3); C/D as RDNA4 wave32.
     Medium confidence: the CDNA5 ISA tables were not available to us; see docs/catalog.md.
-    SWMMAC is not modelled: its sparse-A and index layouts are not in any source we could read.
     """
     rows = []
     specs = [
@@ -54,4 +73,108 @@ def _gfx1250() -> list[MatrixInstruction]:
     return rows
 
 
-GFX1250_ROWS: list[MatrixInstruction] = _gfx1250()
+# --------------------------------------------------------------------------- f8f6f4 and 32x16 f4
+# gfx1250 MATRIX_FMT codes (the assembler's matrix_a_fmt/matrix_b_fmt: FP8=0, BF8=1, FP6=2, BF6=3,
+# FP4=4) — the codes gfx950 carries in CBSZ/BLGP. tilesim names the fields by those gfx950 slots
+# (``cbsz`` = matrix_a_fmt, ``blgp`` = matrix_b_fmt, modifier kind ``format``), so one format
+# machinery serves both. FP6/BF6 (2, 3) are left out: see the module docstring.
+F8F6F4_FORMATS = {0: "fp8_ocp", 1: "bf8_ocp", 4: "fp4"}
+# VGPRs of an A/B tuple by format: 16/12/8 (clang prints v[0:15] / v[0:11] / v[0:7]; tests check it).
+F8F6F4_VGPRS = {0: 16, 1: 16, 2: 12, 3: 12, 4: 8}
+
+
+def f8f6f4_geometry(code: int) -> tuple[InputGeometry, int]:
+    """A/B geometry of a gfx1250 f8f6f4 format: 16-byte chunks of k alternate the two lane halves.
+
+    fp8/bf8: lanes 0-15 hold the low 16 k of every 32-k block, lanes 16-31 the high 16 (comgr's
+    scale16 rewrite isolates a 16-k subblock with a lane mask); fp4: 32-k blocks 0 and 2 in lanes
+    0-15, 1 and 3 in lanes 16-31, each block's low and high 16 k in consecutive VGPR pairs (comgr:
+    "a whole 32-block sits in one lane group", subblocks of 2 VGPRs; Triton: kWidth 16 bytes).
+    """
+    bits = _bits(F8F6F4_FORMATS[code])
+    return InputGeometry(16, 2, 128 // bits, 32, 64), bits
+
+
+def _format_geometry(modifier: str) -> tuple[FormatGeometry, int]:
+    entries = tuple((code, t, *f8f6f4_geometry(code), F8F6F4_VGPRS[code]) for code, t in F8F6F4_FORMATS.items())
+    return FormatGeometry(modifier, entries), 8
+
+
+_FMT_A = Modifier("cbsz", tuple(F8F6F4_FORMATS), "matrix_a_fmt: A format 0 fp8, 1 bf8, 4 fp4 (fp6/bf6 not modelled)",
+                  "format")
+_FMT_B = Modifier("blgp", tuple(F8F6F4_FORMATS), "matrix_b_fmt: B format 0 fp8, 1 bf8, 4 fp4 (fp6/bf6 not modelled)",
+                  "format")
+
+# The builtins' immediates. Formats are fed from the format modifiers; the rest stay 0 (C modifiers,
+# reuse hints, and the scale fields: row select, scale format — see the scaled rows' notes).
+_IMMS = {imm.name: imm for imm in (
+    Immediate("matrix_a_fmt", "cbsz"), Immediate("matrix_b_fmt", "blgp"), Immediate("c_mod"),
+    Immediate("a_scale_row"), Immediate("a_scale_fmt"), Immediate("b_scale_row"), Immediate("b_scale_fmt"),
+    Immediate("reuse_a"), Immediate("reuse_b"),
+)}
+
+
+def _builtin1250(name: str, sig: str, imms: tuple[str, ...]) -> Builtin:
+    ret, args = parse_clang_type(sig)
+    names = iter(imms)
+    named = tuple(f"imm:{next(names)}" if t.startswith("imm:") else t for t in args)
+    if next(names, None) is not None:
+        raise ValueError(f"{name}: more immediate names than immediates in {sig}")
+    return Builtin(name, ret, named, 32, tuple(_IMMS[t[4:]] for t in named if t.startswith("imm:")))
+
+
+_FP4_A = InputGeometry(16, 2, 32, 32, 64)  # = f8f6f4_geometry(4)
+
+
+def _a_32x16_f4(**_mods: int) -> Layout:
+    """A of v_wmma_*_32x16x128_f4: rows 0-15 in VGPRs 0-7 and rows 16-31 in VGPRs 8-15, each half
+    laid out as the fp4 A of 16x16x128_f8f6f4 (comgr splits the instruction exactly that way)."""
+    def where(block: np.ndarray, row: np.ndarray, col: np.ndarray) -> dict[str, np.ndarray]:
+        lane, slot = _FP4_A.place(row % 16, col, block, 128, 1)
+        return {"lane": lane, "slot": slot + _FP4_A.slots * (row // 16)}
+
+    return Layout.from_logical({"lane": 32, "slot": 128}, {"block": 1, "row": 32, "col": 128}, where, elem_bits=4)
+
+
+_F8F6F4_NOTE = ("formats per operand (matrix_a_fmt/matrix_b_fmt as cbsz/blgp): fp8/bf8 16 VGPRs, 16-k runs "
+                "alternate lane halves; fp4 8 VGPRs, 32-k runs alternate lane halves (comgr + Triton, medium "
+                "confidence; order inside a 16-k run assumed natural); fp6/bf6 not modelled; cycles unknown")
+_F4_NOTE = ("A = two 16x16x128_f8f6f4 fp4 A tuples (rows 0-15, 16-31), B shared, D = two 16x16 D tuples "
+            "(comgr's exact M-split); medium confidence; cycles unknown")
+_SCALE_NOTE = ("; block scales ({per} k per scale, {ty} per lane, E8M0 or E4M3) are NOT modelled: the row "
+               "computes with every scale 1.0, so tile programs cannot emit it (its builtin takes the scales)")
+
+
+def _f8f6f4_rows() -> list[MatrixInstruction]:
+    rows = []
+    acc = AccGeometry(16, 2, 8, 32, 8)
+    for prefix, per, sty, ssig in (("", 0, "", ""), ("scale_", 32, "i32", "IiIiiIiIiiIbIb"),
+                                   ("scale16_", 16, "i64", "IiIiLiIiIiLiIbIb")):
+        name = f"v_wmma_{prefix}f32_16x16x128_f8f6f4"
+        geo = {32: {"A": _format_geometry("cbsz"), "B": _format_geometry("blgp"), "C": (acc, 32), "D": (acc, 32)}}
+        regs = {32: {"A": 16, "B": 16, "C": 8, "D": 8}}  # A/B: the fp8 default, the builtin's V16i
+        imms = ("matrix_a_fmt", "matrix_b_fmt", "c_mod")
+        if prefix:
+            imms += ("a_scale_row", "a_scale_fmt", "b_scale_row", "b_scale_fmt", "reuse_a", "reuse_b")
+        bl = _builtin1250("__builtin_amdgcn_" + name[2:], "V8fIiV16iIiV16iIsV8f" + ssig, imms)
+        note = _F8F6F4_NOTE + (_SCALE_NOTE.format(per=per, ty=sty) if prefix else "")
+        row = _wmma("gfx1250", name, 128, "fp8_ocp", "f32", None, geo, regs, mods=(_FMT_A, _FMT_B),
+                    builtins=(bl,), notes=note)
+        rows.append(replace(row, citation=f"{COMGR}; {TRITON_SCALED}; {CLANG}"))
+    b_fp4 = (_FP4_A, 4)
+    acc32 = AccGeometry(16, 2, 8, 32, 16)  # rows 16-31 continue in VGPRs 8-15
+    for prefix, per, sty, ssig in (("", 0, "", ""), ("scale_", 32, "i32", "IiIiiIiIiiIbIb"),
+                                   ("scale16_", 16, "i64", "IiIiLiIiIiLiIbIb")):
+        name = f"v_wmma_{prefix}f32_32x16x128_f4"
+        geo = {32: {"A": _a_32x16_f4, "B": b_fp4, "C": (acc32, 32), "D": (acc32, 32)}}
+        regs = {32: {"A": 16, "B": 8, "C": 16, "D": 16}}
+        imms = ("c_mod",) + (("a_scale_row", "a_scale_fmt", "b_scale_row", "b_scale_fmt", "reuse_a", "reuse_b")
+                             if prefix else ())
+        bl = _builtin1250("__builtin_amdgcn_" + name[2:], "V16fV16iV8iIsV16f" + ssig, imms)
+        note = _F4_NOTE + (_SCALE_NOTE.format(per=per, ty=sty) if prefix else "")
+        row = _wmma("gfx1250", name, 128, "fp4", "f32", None, geo, regs, m=32, builtins=(bl,), notes=note)
+        rows.append(replace(row, citation=f"{COMGR}; {TRITON_SCALED}; {CLANG}"))
+    return rows
+
+
+GFX1250_ROWS: list[MatrixInstruction] = _dense() + _f8f6f4_rows()

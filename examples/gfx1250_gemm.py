@@ -1,0 +1,86 @@
+"""gfx1250 GEMMs on the two new WMMA forms: ``C = A @ B``, f32 accumulate, wave32.
+
+* ``v_wmma_f32_16x16x128_f8f6f4`` reads A and B in the format its ``matrix_a_fmt`` /
+  ``matrix_b_fmt`` fields name (tilesim: ``cbsz`` / ``blgp``, codes 0 fp8, 1 bf8, 4 fp4). In fp8 the
+  lanes 0-15 hold the low 16 k of every 32-k block and lanes 16-31 the high 16 — not the 8-k
+  chunks of the dense ``v_wmma_f32_16x16x128_fp8_fp8`` — so a program must load A and B with the
+  layout of the format it selects (``op.layout("A", cbsz=fmt)``).
+* ``v_wmma_f32_32x16x128_f4`` (fp4 e2m1) is M=32: A and D are two 16-row halves stacked in the
+  VGPRs (A rows 16-31 in VGPRs 8-15, D rows 16-31 in VGPRs 8-15), B is shared.
+
+Sources and confidence: docs/catalog.md (gfx1250 rows). ``programs()`` check, simulate and compile;
+``f4_programs()`` check and simulate (4-bit tensors are not emitted yet).
+Run: ``python -m examples.gfx1250_gemm``.
+"""
+
+# No `from __future__ import annotations`: the kernels' tensor annotations name their formats through
+# closure variables, evaluated when each kernel is defined.
+
+import ml_dtypes
+import numpy as np
+
+import tilesim as ts
+
+_NP = {"fp8_ocp": ml_dtypes.float8_e4m3fn, "bf8_ocp": ml_dtypes.float8_e5m2, "fp4": ml_dtypes.float4_e2m1fn}
+_CODE = {"fp8_ocp": 0, "bf8_ocp": 1, "fp4": 4}  # matrix_a_fmt / matrix_b_fmt codes
+
+
+def _make(ta: str, tb: str) -> ts.ir.Kernel:
+    def gfx1250_gemm(A: ts.Tensor[ta, "M", "K"], B: ts.Tensor[tb, "K", "N"], C: ts.Tensor["f32", "M", "N"],
+                     *, mma="v_wmma_f32_16x16x128_f8f6f4", fa=0, fb=0):
+        op = ts.mma_op(mma)
+        fmt = {"cbsz": fa, "blgp": fb} if fa or fb else {}  # the formats the instruction reads A and B in
+        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc = ts.zeros(op.layout("C"), "f32")
+        for k in ts.range(0, A.shape[1], op.k):
+            a = ts.load(A[tm * op.m:, k:], op.layout("A", cbsz=fa) if fa else op.layout("A"))
+            b = ts.load(B[k:, tn * op.n:], op.layout("B", blgp=fb) if fb else op.layout("B"))
+            acc = ts.mma(op, a, b, acc, **fmt)
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+    gfx1250_gemm.__name__ = f"gfx1250_gemm_{ta.split('_')[0]}_{tb.split('_')[0]}"
+    return ts.kernel(gfx1250_gemm)
+
+
+KERNELS = {(ta, tb): _make(ta, tb) for ta, tb in (("fp8_ocp", "fp8_ocp"), ("fp4", "fp4"))}
+
+
+def programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
+    """fp8 x fp8 on the format-selected f8f6f4 form (formats 0/0): checked, simulated and compiled."""
+    return [KERNELS["fp8_ocp", "fp8_ocp"].specialize(target="gfx1250", M=M, N=N, K=K,
+                                                       mma="v_wmma_f32_16x16x128_f8f6f4")]
+
+
+def f4_programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
+    """fp4 x fp4 on the M=32 form: checked and simulated (the code generator does not emit 4-bit tensors yet)."""
+    return [KERNELS["fp4", "fp4"].specialize(target="gfx1250", M=M, N=N, K=K, mma="v_wmma_f32_32x16x128_f4")]
+
+
+def inputs(prog: ts.Program, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random values of the tensors' formats (no NaN), as float32 the host can hold."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name in ("A", "B"):
+        t = prog.tensor(name)
+        np_t = _NP[t.dtype]
+        if t.dtype == "fp4":
+            codes = rng.integers(0, 16, t.shape).astype(np.uint8)  # every e2m1 pattern is a number
+        else:
+            ok = np.array([b for b in range(256) if np.isfinite(np.uint8(b).view(np_t).astype(np.float32))], np.uint8)
+            codes = rng.choice(ok, t.shape)
+        out[name] = codes.view(np_t).astype(np.float32)
+    return out
+
+
+def reference(A: np.ndarray, B: np.ndarray) -> dict[str, np.ndarray]:
+    return {"C": A.astype(np.float64) @ B.astype(np.float64)}
+
+
+if __name__ == "__main__":
+    for prog in programs() + f4_programs():
+        arrays = inputs(prog)
+        got = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
+        want = reference(**arrays)["C"]
+        err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
+        print(f"{prog.name:28} {ts.check(prog).ok and 'check OK':9} max |C - float64| / max|C| = {err:.2e}")
