@@ -25,6 +25,8 @@ from tilesim.ir import (
     lds_load,
     lds_store,
     load,
+    load_col,
+    load_row,
     maximum,
     mma,
     mma_op,
@@ -54,7 +56,7 @@ __version__ = "0.6.0"
 __all__ = [
     "audit", "audit_program", "emulate", "emulate_program",
     "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc",
-    "lds_load", "lds_store", "load", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
+    "lds_load", "lds_store", "load", "load_col", "load_row", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
     "tile_id", "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run",
     "Verdict",
     "DeviceError",

@@ -10,8 +10,10 @@ its vector types and its immediates all come from the row. Output is determinist
 
 AMD sources compile with any AMDGPU clang without HIP headers (``-nogpuinc``); NVIDIA sources
 compile with NVRTC. ``reduce`` and ``convert`` go through a per-wave LDS scratch tile (write
-through one layout, wave barrier, read rows/columns back) — simple, not fast. What the generator
-does not emit (e.g. f16 arithmetic, 64-bit LDS elements) raises :class:`CodegenError` naming it.
+through one layout, wave barrier, read rows/columns back) — simple, not fast. Every element type
+is emitted (casts, arithmetic, typed memory moves: tilesim/codegen/element_ops.py, with the C
+codecs of tilesim/codegen/elements.py); what remains refused (an instruction without a builtin for
+the wave size, a broadcast layout moved through memory) raises :class:`CodegenError` naming it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from tilesim.codegen.common import _UINT, CodegenError, _int, _row
+from tilesim.codegen.common import CodegenError, _int, _row
+from tilesim.codegen.element_ops import mem_ctype
 from tilesim.codegen.compute import ComputeOps
 from tilesim.codegen.idents import c_identifiers, comment_text
 from tilesim.codegen.mma_forms import stack_blocks
@@ -118,7 +121,7 @@ class _Gen(MemoryOps, ComputeOps):
         self.lds_off: dict[int, int] = {}
         self.lds_top = 0
         self.tables = 0
-        self.helpers: set[str] = set()  # op-table helper functions the body calls (CODEC_HELPERS)
+        self.helpers: set[str] = set()  # C helper functions the body calls (codegen/elements.py, element_ops.py)
         self.macros: set[Macro] = set()  # op-table prelude macros the body calls
 
     def bind_user_names(self) -> None:
@@ -237,10 +240,8 @@ def emit_hip(prog: Program) -> Emitted:
     name = g.kernel
     params = []
     for tp in prog.tensors:
-        bits = dtype(tp.dtype).reg_bits
-        if bits not in _UINT:
-            raise CodegenError(f"tensor {tp.name}: {tp.dtype} ({bits}-bit) elements are not emitted yet")
-        params.append(f"{'' if tp.output else 'const '}{_UINT[bits]}* __restrict__ {g.names[tp.name]}")
+        bits = dtype(tp.dtype).reg_bits  # 4/6-bit elements: a packed byte stream (dtypes.to_memory)
+        params.append(f"{'' if tp.output else 'const '}{mem_ctype(bits)}* __restrict__ {g.names[tp.name]}")
     structs = [f"struct ts_r{n} {{ ts_u32 r[{n}]; }};" for n in sorted(g.structs)]
     vecs = sorted(g.vectors)
     scratch = getattr(g, "scratch", 0) * prog.waves_per_workgroup

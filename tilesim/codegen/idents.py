@@ -41,8 +41,8 @@ void volatile wchar_t while xor xor_eq
 _PLATFORM = """
 threadIdx blockIdx blockDim gridDim warpSize main unix linux i386 NULL assert printf malloc free
 """
-_MATH = {fn for e in ELEMENTWISE.values() if e.macro is not None
-         for fn in re.findall(r"\b([A-Za-z_]\w*)\s*\(", f"{e.macro.amd} {e.macro.cuda}")}
+_MATH = {fn for e in ELEMENTWISE.values() for m in (e.macro, e.macro64) if m is not None
+         for fn in re.findall(r"\b([A-Za-z_]\w*)\s*\(", f"{m.amd} {m.cuda}")}
 # names the generated kernel body declares (tilesim/codegen/hip.py), also with a numeric suffix
 # (the paired 16-bit loads declare gr0/gc0/ok0/i0 ...): any generated local is in this family
 _GENERATED = "lane wave s v lo x gr gc r c off a b t i ok f q"

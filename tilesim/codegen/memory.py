@@ -3,8 +3,9 @@ expressions), LDS allocation, loads, stores and barriers."""
 
 from __future__ import annotations
 
-from tilesim.codegen.common import _UINT, CodegenError
-from tilesim.ir.core import LdsLayout, Op, Value
+from tilesim.codegen.common import _UINT
+from tilesim.codegen.element_ops import broadcast_exprs, emit_global_typed, emit_lds, zero_bits
+from tilesim.ir.core import Op, Value
 from tilesim.matrix.dtypes import dtype
 
 
@@ -15,18 +16,16 @@ class MemoryOps:
         tp = self.p.tensor(op.attr("tensor"))
         arg = self.names[tp.name]
         bits = dtype(v.dtype).reg_bits
-        tbits = dtype(tp.dtype).reg_bits
-        if bits != tbits:
-            raise CodegenError(f"{'store' if store else 'load'} of a {v.dtype} fragment from a {tp.dtype} tensor: "
-                               "convert with ts.cast in the kernel")
-        if bits not in _UINT:
-            raise CodegenError(f"{bits}-bit elements are not emitted yet")
+        if v.dtype != tp.dtype or bits not in _UINT or zero_bits(v.dtype) != "0x0u":
+            emit_global_typed(self, op, v, row0, col0, d, store)  # a cast on the way, packed 4/6-bit, e8m0
+            return
         f = self.frag(v)
         lay = v.layout
         rows, cols = tp.shape
         tr = bool(op.attr("transpose"))
         self.emit(d, "{")
         ex, valid = self.slot_exprs(lay, d + 1)
+        ex = broadcast_exprs(ex, None if store else op.attr("broadcast"))  # a vector load (ts.load_row/col)
         slots = dict(lay.in_dims)["slot"]
         r0, c0 = self.sref(row0), self.sref(col0)
         if not store and bits == 16 and valid is None and slots % 2 == 0:
@@ -101,39 +100,13 @@ class MemoryOps:
         self.lds_off[op.out.id] = self.lds_top
         self.lds_top += -(-op.out.lds.bytes // 16) * 16
 
-    def _lds(self, op: Op, buf: Value, v: Value, row0: object, col0: object, d: int, store: bool) -> None:
-        lay: LdsLayout = buf.lds
-        bits = dtype(v.dtype).reg_bits
-        if bits not in (8, 16, 32) or lay.elem_bytes * 8 != bits:
-            raise CodegenError(f"LDS {'store' if store else 'load'} of {v.dtype} into a {buf.dtype} buffer "
-                               "is not emitted yet")
-        f = self.frag(v)
-        self.emit(d, "{")
-        ex, valid = self.slot_exprs(v.layout, d + 1)
-        slots = dict(v.layout.in_dims)["slot"]
-        per, mask = 32 // bits, (1 << bits) - 1
-        self.emit(d + 1, "#pragma unroll")
-        self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {{")
-        self.emit(d + 2, f"const int r = {self.sref(row0)} + ({ex['row']}), c = {self.sref(col0)} + ({ex['col']});")
-        self.emit(d + 2, f"const int off = {self.lds_off[buf.id]} + (r * {lay.cols + lay.pad} + "
-                         f"(c ^ (((r / {lay.per_phase}) % {lay.max_phase}) * {lay.vec}))) * {lay.elem_bytes};")
-        self.emit(d + 2, f"const int v = s / {per}, lo = (s % {per}) * {bits};")
-        p = f"(({_UINT[bits]}*)(ts_lds + off))"
-        cond = f"if ({valid}) " if valid else ""
-        if store:
-            self.emit(d + 2, f"{cond}*{p} = ({_UINT[bits]})(({f}.r[v] >> lo) & {mask}u);")
-        else:
-            self.emit(d + 2, f"{cond}{f}.r[v] = ({f}.r[v] & ~({mask}u << lo)) | ((ts_u32)*{p} << lo);")
-        self.emit(d + 1, "}")
-        self.emit(d, "}")
-
     def op_lds_store(self, op: Op, d: int) -> None:
-        self._lds(op, op.args[0], op.args[1], op.args[2], op.args[3], d, True)
+        emit_lds(self, op, op.args[0], op.args[1], op.args[2], op.args[3], d, True)  # any types (element_ops)
 
     def op_lds_load(self, op: Op, d: int) -> None:
         f = self.frag(op.out)
         self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
-        self._lds(op, op.args[0], op.out, op.args[1], op.args[2], d, False)
+        emit_lds(self, op, op.args[0], op.out, op.args[1], op.args[2], d, False)
 
     def op_barrier(self, op: Op, d: int) -> None:
         self.emit(d, "TS_BARRIER();")

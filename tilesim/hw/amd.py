@@ -23,7 +23,7 @@ import numpy as np
 from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError, ToolchainError
 from tilesim.hw.offline import clang_command, compile_hip, run_tool
-from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.dtypes import decode, dtype, encode, from_memory, to_memory
 from tilesim.matrix.numerics import quantize
 from tilesim.targets import get_target
 
@@ -152,9 +152,8 @@ def run_amd(em: Emitted, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     fn = chk(hip.hipModuleGetFunction(module, em.kernel.encode()))
     devs, hosts = [], []
     for tp in em.program.tensors:
-        bits = dtype(tp.dtype).reg_bits
-        host = (encode(quantize(arrays[tp.name], tp.dtype), tp.dtype) if tp.name in arrays
-                else np.zeros(tp.shape, np.uint64)).astype({8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[bits])
+        host = to_memory(encode(quantize(arrays[tp.name], tp.dtype), tp.dtype) if tp.name in arrays
+                         else np.zeros(tp.shape, np.uint64), tp.dtype)  # packed 4/6-bit elements
         host = np.ascontiguousarray(host)
         d = chk(hip.hipMalloc(host.nbytes))
         chk(hip.hipMemcpy(d, host, host.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice))
@@ -169,6 +168,6 @@ def run_amd(em: Emitted, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     for tp, d, host in zip(em.program.tensors, devs, hosts):
         if tp.output:
             chk(hip.hipMemcpy(host, d, host.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost))
-            out[tp.name] = decode(host.astype(np.uint64), tp.dtype)
+            out[tp.name] = decode(from_memory(host, tp.dtype, tp.shape), tp.dtype)
         chk(hip.hipFree(d))
     return out

@@ -10,12 +10,11 @@ import numpy as np
 
 from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError
-from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.dtypes import decode, dtype, encode, from_memory, to_memory
 from tilesim.matrix.numerics import quantize
 
 __all__ = ["cuda_device", "cuda_runtime_missing", "run_nvidia"]
 
-_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def cuda_runtime_missing() -> str | None:
@@ -70,10 +69,9 @@ def run_nvidia(emitted: Emitted, arrays: dict[str, np.ndarray]) -> dict[str, np.
     try:
         bufs = []
         for tp in prog.tensors:
-            bits = dtype(tp.dtype).reg_bits
-            host = (encode(quantize(arrays[tp.name], tp.dtype), tp.dtype) if tp.name in arrays
-                    else np.zeros(tp.shape, np.uint64))
-            bufs.append(cp.asarray(np.ascontiguousarray(host.astype(_UNSIGNED[bits]))))
+            host = to_memory(encode(quantize(arrays[tp.name], tp.dtype), tp.dtype) if tp.name in arrays
+                             else np.zeros(tp.shape, np.uint64), tp.dtype)  # packed 4/6-bit elements
+            bufs.append(cp.asarray(np.ascontiguousarray(host)))
     except Exception as e:  # cupy.cuda.memory.OutOfMemoryError and runtime errors: a device error, typed
         oom = "memory" in type(e).__name__.lower() or "out of memory" in str(e).lower()
         raise DeviceError(f"copy of {emitted.kernel}'s tensors to the device failed: {type(e).__name__}: "
@@ -81,7 +79,7 @@ def run_nvidia(emitted: Emitted, arrays: dict[str, np.ndarray]) -> dict[str, np.
     try:
         fn(emitted.grid, emitted.block, tuple(bufs))
         cp.cuda.Device(0).synchronize()
-        return {tp.name: decode(cp.asnumpy(b).astype(np.uint64), tp.dtype)
+        return {tp.name: decode(from_memory(cp.asnumpy(b), tp.dtype, tp.shape), tp.dtype)
                 for tp, b in zip(prog.tensors, bufs) if tp.output}
     except Exception as e:
         raise DeviceError(f"launch of {emitted.kernel} failed: {type(e).__name__}: "

@@ -64,13 +64,19 @@ class _Store:
     masked: bool  # some entries of flat are -1
 
 
-def _records(v: Value, transpose: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row offset, col offset, (lane, vgpr)) of every record of a fragment's layout."""
+def _records(v: Value, transpose: bool, broadcast: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row offset, col offset, (lane, vgpr)) of every record of a fragment's layout; a vector
+    (``broadcast``) load reads row (col) 0 for every fragment row (col) — ops.BROADCASTS."""
     assert v.layout is not None
     rec = v.layout.location_array()
     rows = dict(v.layout.out_dims)["row"]
     tile_row = rec[:, 0] * rows + rec[:, 1]  # multi-block: block b's rows follow block b-1's (as the simulator)
-    r, c = (rec[:, 2], tile_row) if transpose else (tile_row, rec[:, 2])
+    col = rec[:, 2]
+    if broadcast == "row":
+        tile_row = np.zeros_like(tile_row)
+    elif broadcast == "col":
+        col = np.zeros_like(col)
+    r, c = (col, tile_row) if transpose else (tile_row, col)
     return r, c, rec[:, [4, 3]]
 
 
@@ -190,7 +196,7 @@ class _Static:
                 store: bool) -> None:
         name = op.attr("tensor")
         rows, cols = self.p.tensor(name).shape
-        rr, cc, lane_vgpr = _records(v, bool(op.attr("transpose")))
+        rr, cc, lane_vgpr = _records(v, bool(op.attr("transpose")), None if store else op.attr("broadcast"))
         if not rr.size:  # a fragment holding no element accesses nothing
             return
         r0s, c0s = self.scalar(r0, op), self.scalar(c0, op)

@@ -53,7 +53,7 @@ from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["Tensor", "kernel", "Kernel", "mma_op", "MmaOp", "grid", "waves", "tile_id", "wave_id", "zeros", "load",
-           "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "barrier", "cast", "convert",
+           "load_row", "load_col", "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "barrier", "cast", "convert",
            "shuffle", "reduce", "elementwise", "Frag", "Scalar"]  # + one function per ELEMENTWISE row (below)
 
 
@@ -109,12 +109,16 @@ class _TensorProxy(Opaque):
 
 
 class _TensorType:
-    """``ts.Tensor["f16", "M", "K"]``: a 2-D global tensor parameter."""
+    """``ts.Tensor["f16", "M", "K"]``: a 2-D global tensor parameter; a dim is a size name or a fixed
+    positive integer (``ts.Tensor["f32", 1, "N"]``: a row vector, e.g. a bias)."""
 
-    def __init__(self, dt: str, dims: tuple[str, ...]) -> None:
+    def __init__(self, dt: str, dims: tuple[str | int, ...]) -> None:
         _dtype(dt)  # validates
         if len(dims) != 2:
             raise VerifyError(f"tensors are 2-D for now; got dims {dims}")
+        for d in dims:
+            if not (isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool) and d >= 1)):
+                raise VerifyError(f"a tensor dim is a size name or a positive integer; got {d!r}")
         self.dtype, self.dims = dt, dims
 
 
@@ -162,7 +166,7 @@ class Kernel:
         if wave not in t.wave_sizes:
             raise VerifyError(f"{t.name} has no wave{wave}; wave sizes: {list(t.wave_sizes)}")
         opts = {k: sizes.pop(k) for k in list(sizes) if k in self.options}
-        dims = sorted({d for _, tt in self.tensors for d in tt.dims})
+        dims = sorted({d for _, tt in self.tensors for d in tt.dims if isinstance(d, str)})
         missing = [d for d in dims if d not in sizes]
         extra = [k for k in sizes if k not in dims]
         if missing or extra:
@@ -171,7 +175,8 @@ class Kernel:
         for d, v in sizes.items():
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise VerifyError(f"size {d}={v!r} must be a positive integer")
-        params = [TensorParam(n, tt.dtype, tt.dims, tuple(sizes[d] for d in tt.dims)) for n, tt in self.tensors]
+        params = [TensorParam(n, tt.dtype, tuple(str(d) for d in tt.dims),
+                              tuple(d if isinstance(d, int) else sizes[d] for d in tt.dims)) for n, tt in self.tensors]
         trace = _Trace(t.name, wave)
         _TRACE.append(trace)
         try:
@@ -303,6 +308,35 @@ def load(ref: _TileRef, layout: Layout, dt: str | None = None, *, transpose: boo
     t = _tr()
     out = t.value("frag", dtype=d.name, layout=layout.with_elem_bits(d.reg_bits))
     t.emit("load", out, (ref.row0, ref.col0), tensor=ref.tensor.name, transpose=bool(transpose))
+    return Frag(out)
+
+
+def load_row(ref: _TileRef, layout: Layout, dt: str | None = None) -> Frag:
+    """A row vector broadcast down a fragment: element (row, col) of ``layout``'s tile is
+    ``tensor[row0, col0 + col]`` for every row — a bias along N after a GEMM::
+
+        bias = ts.load_row(Bias[0:, tn * op.n:], op.layout("C"))   # Bias: ts.Tensor["f32", 1, "N"]
+        ts.store(C[tm * op.m:, tn * op.n:], acc + bias)
+
+    ``ref`` is where the vector starts. Elements outside the tensor read 0 and are reported; the
+    vector's reads are bounds-checked like any load."""
+    return _load_vector(ref, layout, dt, "row")
+
+
+def load_col(ref: _TileRef, layout: Layout, dt: str | None = None) -> Frag:
+    """A column vector broadcast across a fragment: element (row, col) is ``tensor[row0 + row, col0]``
+    for every column (a per-row bias or scale, e.g. along M)."""
+    return _load_vector(ref, layout, dt, "col")
+
+
+def _load_vector(ref: _TileRef, layout: Layout, dt: str | None, axis: str) -> Frag:
+    if not isinstance(ref, _TileRef):
+        raise VerifyError(f"ts.load_{axis} takes a tensor slice like Bias[0:, c0:] (where the vector starts)")
+    _check_frag_layout(layout)
+    d = _dtype(dt or ref.tensor.dtype)
+    t = _tr()
+    out = t.value("frag", dtype=d.name, layout=layout.with_elem_bits(d.reg_bits))
+    t.emit("load", out, (ref.row0, ref.col0), tensor=ref.tensor.name, transpose=False, broadcast=axis)
     return Frag(out)
 
 

@@ -26,12 +26,12 @@ import numpy as np
 
 from tilesim.errors import TilesimError, VerifyError, choices
 from tilesim.matrix.catalog import lookup
-from tilesim.matrix.dtypes import DTYPES, dtype
+from tilesim.matrix.dtypes import DTYPES
 from tilesim.targets import get_target
 
 __all__ = ["Macro", "Elementwise", "Binop", "Reduce", "Attr", "OpKind", "OpError", "ELEMENTWISE", "BINOPS", "REDUCE",
-           "REDUCE_AXES", "KINDS", "OP_KINDS", "FLOAT_CODECS", "CODEC_HELPERS", "EMIT_ARITH_DTYPES", "EMIT_CONVERT_BITS",
-           "prelude_macros", "cast_emitted", "emit_refusals", "check_attrs", "INT_MAX", "PathStatus", "program_paths"]
+           "REDUCE_AXES", "BROADCASTS", "KINDS", "OP_KINDS",
+           "prelude_macros", "emit_refusals", "check_attrs", "INT_MAX", "PathStatus", "program_paths"]
 
 
 class OpError(VerifyError):
@@ -58,7 +58,11 @@ class Elementwise:
     """``op`` of an ``elementwise`` op: ``f(x)`` (arity 1) or ``f(x, y)`` (arity 2), element by element.
 
     ``c`` is a C expression over the float values ``{a}`` and ``{b}``; ``numpy(a, b)`` is what the
-    simulator computes in float64 before rounding to the fragment's type (``b`` is None for arity 1).
+    simulator computes in float64 (int64 for integer elements) before the result becomes the
+    fragment's type (``b`` is None for arity 1). ``c_double``: the same over doubles (f64 elements;
+    "" = ``c``), with its own ``macro64``; ``c_int``: over ``long long`` integers, wrapping as numpy's
+    int64 does, or giving what numpy's float result becomes as a cast does (``{lo}``/``{hi}``: the
+    element type's range); "" = computed in double, then cast (``tilesim.matrix.numerics.cast``).
     ``dsl`` names the ``ts.<dsl>(x[, y])`` function made from this row ("" when it is reached only
     through a Python operator on fragments). ``test_constants``: constants the testing strategies
     draw an epilogue with (every result stays a small integer in every accumulator type); empty
@@ -72,6 +76,9 @@ class Elementwise:
     macro: Macro | None = None
     test_constants: tuple[int, ...] = ()
     doc: str = ""
+    c_double: str = ""
+    macro64: Macro | None = None
+    c_int: str = ""
 
 
 @dataclass(frozen=True)
@@ -87,12 +94,16 @@ class Binop:
 
 @dataclass(frozen=True)
 class Reduce:
-    """``op`` of a ``reduce``: the numpy reduction and the C expression combining floats ``a`` and ``b``."""
+    """``op`` of a ``reduce``: the numpy reduction and the C expression combining floats ``a`` and ``b``
+    (``c_double``/``macro64`` for doubles, "" = ``c``; ``c_int`` for ``long long`` integers)."""
 
     name: str
     numpy: Callable[..., Any]
     c: str
     macro: Macro | None = None
+    c_double: str = ""
+    macro64: Macro | None = None
+    c_int: str = ""
 
 
 def _rows(*rows: Any) -> Mapping[str, Any]:
@@ -107,19 +118,29 @@ def _rows(*rows: Any) -> Mapping[str, Any]:
 _EXPF = Macro("TS_EXPF(x)", "__builtin_expf(x)", "expf(x)")
 _FMAXF = Macro("TS_FMAXF(a, b)", "__builtin_fmaxf(a, b)", "fmaxf(a, b)")
 _FMINF = Macro("TS_FMINF(a, b)", "__builtin_fminf(a, b)", "fminf(a, b)")
+_EXP64 = Macro("TS_EXP64(x)", "ts_exp64(x)", "exp(x)")  # AMD: tilesim/codegen/elements.py (no f64 exp builtin)
+_FMAX64 = Macro("TS_FMAX64(a, b)", "__builtin_fmax(a, b)", "fmax(a, b)")
+_FMIN64 = Macro("TS_FMIN64(a, b)", "__builtin_fmin(a, b)", "fmin(a, b)")
+# integer elements: unsigned 64-bit arithmetic wraps as numpy's int64 does (signed overflow is UB in C)
+_WRAP = "(long long)((ts_u64){a} {o} (ts_u64){b})"
 
 ELEMENTWISE: Mapping[str, Elementwise] = _rows(
-    Elementwise("add", 2, lambda a, b: a + b, "{a} + {b}", test_constants=(-3, -1, 1, 2)),
-    Elementwise("sub", 2, lambda a, b: a - b, "{a} - {b}", test_constants=(1, 3)),
-    Elementwise("mul", 2, lambda a, b: a * b, "{a} * {b}", test_constants=(-1, 2, 3)),
-    Elementwise("div", 2, lambda a, b: a / b, "{a} / {b}"),
-    Elementwise("neg", 1, lambda a, b: -a, "-{a}", test_constants=(0,)),
+    Elementwise("add", 2, lambda a, b: a + b, "{a} + {b}", test_constants=(-3, -1, 1, 2),
+                c_int=_WRAP.replace("{o}", "+")),
+    Elementwise("sub", 2, lambda a, b: a - b, "{a} - {b}", test_constants=(1, 3), c_int=_WRAP.replace("{o}", "-")),
+    Elementwise("mul", 2, lambda a, b: a * b, "{a} * {b}", test_constants=(-1, 2, 3), c_int=_WRAP.replace("{o}", "*")),
+    # true division: a float even for integers, which then truncates and saturates (numerics.cast) —
+    # what ts_idiv computes with integer division ({lo}/{hi}: the element type's range)
+    Elementwise("div", 2, lambda a, b: a / b, "{a} / {b}", c_int="ts_idiv({a}, {b}, {lo}, {hi})"),
+    Elementwise("neg", 1, lambda a, b: -a, "-{a}", test_constants=(0,), c_int="(long long)(0ull - (ts_u64){a})"),
     Elementwise("exp", 1, lambda a, b: np.exp(a), "TS_EXPF({a})", dsl="exp", macro=_EXPF,
-                doc="e**x, element by element."),
+                doc="e**x, element by element.", c_double="TS_EXP64({a})", macro64=_EXP64),
     Elementwise("max", 2, lambda a, b: np.maximum(a, b), "TS_FMAXF({a}, {b})", dsl="maximum", macro=_FMAXF,
-                test_constants=(0, -2), doc="The larger of x and y (a fragment or a number), element by element."),
+                test_constants=(0, -2), doc="The larger of x and y (a fragment or a number), element by element.",
+                c_double="TS_FMAX64({a}, {b})", macro64=_FMAX64, c_int="({a} > {b} ? {a} : {b})"),
     Elementwise("min", 2, lambda a, b: np.minimum(a, b), "TS_FMINF({a}, {b})", dsl="minimum", macro=_FMINF,
-                doc="The smaller of x and y (a fragment or a number), element by element."),
+                doc="The smaller of x and y (a fragment or a number), element by element.",
+                c_double="TS_FMIN64({a}, {b})", macro64=_FMIN64, c_int="({a} < {b} ? {a} : {b})"),
 )
 
 BINOPS: Mapping[str, Binop] = _rows(
@@ -136,32 +157,11 @@ BINOPS: Mapping[str, Binop] = _rows(
 )
 
 REDUCE: Mapping[str, Reduce] = _rows(
-    Reduce("sum", np.sum, "a + b"),
-    Reduce("max", np.max, "TS_FMAXF(a, b)", _FMAXF),
-    Reduce("min", np.min, "TS_FMINF(a, b)", _FMINF),
+    Reduce("sum", np.sum, "a + b", c_int="(long long)((ts_u64)a + (ts_u64)b)"),
+    Reduce("max", np.max, "TS_FMAXF(a, b)", _FMAXF, "TS_FMAX64(a, b)", _FMAX64, "(a > b ? a : b)"),
+    Reduce("min", np.min, "TS_FMINF(a, b)", _FMINF, "TS_FMIN64(a, b)", _FMIN64, "(a < b ? a : b)"),
 )
 REDUCE_AXES = ("row", "col")  # reduce along the tile's rows (axis='row': down each column) or columns
-
-# Element types whose values the code generator reads and writes as floats: C expressions that
-# decode an element's bits ``{}`` (low bits of a ts_u32) to a float, and encode a float ``{}`` to bits.
-FLOAT_CODECS: Mapping[str, tuple[str, str]] = {
-    "f32": ("ts_f32({})", "ts_bits({})"),
-    "f16": ("ts_f16_to_f32({})", "ts_f32_to_f16({})"),
-    "bf16": ("ts_bf16_to_f32({})", "ts_f32_to_bf16({})"),
-}
-# Helpers a codec needs beyond the prelude, written once for both vendors (integer ops only), added
-# to the source only when a program uses them. bf16 is the high half of an f32: decoding shifts;
-# encoding rounds to nearest even (+0x7fff plus the kept LSB), a NaN stays a quiet NaN of its sign.
-CODEC_HELPERS: Mapping[str, str] = {
-    "bf16": "static TS_DEV inline float ts_bf16_to_f32(ts_u32 x) { return ts_f32((x & 0xffffu) << 16); }\n"
-            "static TS_DEV inline ts_u32 ts_f32_to_bf16(float f) { const ts_u32 x = ts_bits(f);\n"
-            "  return ((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : (x + 0x7fffu + ((x >> 16) & 1u)) >> 16) "
-            "& 0xffffu; }",
-}
-# Element types of emitted elementwise/reduce arithmetic: decoded to f32, computed, rounded once
-EMIT_ARITH_DTYPES = tuple(FLOAT_CODECS)
-EMIT_CONVERT_BITS = (8, 16, 32)  # convert moves element bits through a scratch tile
-
 
 def prelude_macros(vendor: str, used: set[Macro] | frozenset[Macro] | None = None) -> list[str]:
     """``#define`` lines for the macros the op table's templates call — those in ``used`` (all when
@@ -169,14 +169,10 @@ def prelude_macros(vendor: str, used: set[Macro] | frozenset[Macro] | None = Non
     other kernel's source."""
     seen: dict[str, Macro] = {}
     for r in (*ELEMENTWISE.values(), *REDUCE.values()):
-        if r.macro is not None and (used is None or r.macro in used):
-            seen.setdefault(r.macro.head, r.macro)
+        for m in (r.macro, r.macro64):
+            if m is not None and (used is None or m in used):
+                seen.setdefault(m.head, m)
     return [f"#define {m.head} {m.amd if vendor == 'amd' else m.cuda}" for m in seen.values()]
-
-
-def cast_emitted(src: str, dst: str) -> bool:
-    """Whether the code generator emits ``cast`` from ``src`` to ``dst`` elements."""
-    return src != dst and src in FLOAT_CODECS and dst in FLOAT_CODECS
 
 
 # ---------------------------------------------------------------------------- attribute checks
@@ -280,6 +276,9 @@ class OpKind:
 
 _TRANSPOSE = Attr("transpose", _bool, required=False)
 _MMA_ATTRS = (Attr("instr", _token), Attr("family", _token, required=False), Attr("modifiers", _modifiers, required=False))
+# a vector load onto a fragment (a bias): "row" reads one tensor row for every fragment row (element
+# (r, c) <- T[row0, col0 + c]); "col" one column for every fragment column ((r, c) <- T[row0 + r, col0])
+BROADCASTS = ("row", "col")
 
 KINDS: Mapping[str, OpKind] = _rows(
     OpKind("const", (), "scalar", (Attr("value", _int_in(-INT_MAX - 1, INT_MAX)),)),
@@ -287,7 +286,8 @@ KINDS: Mapping[str, OpKind] = _rows(
     OpKind("wave_id", (), "scalar"),
     OpKind("binop", ("int", "int"), "scalar", (Attr("op", _one_of(BINOPS)),)),
     OpKind("zeros", (), "frag"),
-    OpKind("load", ("int", "int"), "frag", (Attr("tensor", _name), _TRANSPOSE)),
+    OpKind("load", ("int", "int"), "frag", (Attr("tensor", _name), _TRANSPOSE,
+                                           Attr("broadcast", _one_of(BROADCASTS), required=False))),
     OpKind("store", ("frag", "int", "int"), None, (Attr("tensor", _name), _TRANSPOSE)),
     OpKind("lds_alloc", (), "lds"),
     OpKind("lds_store", ("lds", "frag", "int", "int"), None),
@@ -341,53 +341,26 @@ def _short(v: Any) -> str:
 
 # ---------------------------------------------------------------------------- what is emitted
 def emit_refusals(prog: Any) -> list[tuple[str, str]]:
-    """(where, why) for each op or tensor the code generator refuses, from the table's dtype rules;
-    empty when the program is emitted. The code generator raises the first of these itself, so
-    ``check``'s paths and ``emit`` agree."""
+    """(where, why) for each op the code generator refuses; empty when the program is emitted. Every
+    element type and op of the table is emitted (tilesim/codegen/element_ops.py); what remains are
+    facts of a target or a layout: an instruction without a clang builtin for the wave size, and
+    loads/stores of a layout where one register slot holds several elements. The code generator
+    raises the first of these itself, so ``check``'s paths and ``emit`` agree."""
     out: list[tuple[str, str]] = []
-    for t in prog.tensors:
-        bits = dtype(t.dtype).reg_bits
-        if bits not in (8, 16, 32, 64):
-            out.append((f"tensor {t.name}", f"{t.dtype} ({bits}-bit) elements are not emitted yet"))
     for i, op in enumerate(prog.walk()):
-        where = f"op {i} ({op.kind})"
-        why = _emit_refusal(op, prog, dtype)
+        why = _emit_refusal(op, prog)
         if why:
-            out.append((where, why))
+            out.append((f"op {i} ({op.kind})", why))
     return out
 
 
-def _emit_refusal(op: Any, prog: Any, dtype: Callable[[str], Any]) -> str | None:
+def _emit_refusal(op: Any, prog: Any) -> str | None:
     k = op.kind
-    if k in ("load", "store"):
-        v = op.out if k == "load" else op.args[0]
-        tp = next((t for t in prog.tensors if t.name == op.attr("tensor")), None)
-        bits = dtype(v.dtype).reg_bits
-        if tp is not None and bits != dtype(tp.dtype).reg_bits:
-            return (f"{k} of a {v.dtype} fragment {'from' if k == 'load' else 'to'} a {tp.dtype} tensor is not "
-                    "emitted: convert with ts.cast in the kernel")
-        if bits not in (8, 16, 32, 64):
-            return f"{bits}-bit elements are not emitted yet"
+    if k in ("load", "store", "lds_store", "lds_load"):
+        v = op.out if k in ("load", "lds_load") else op.args[0 if k == "store" else 1]
         if not v.layout.is_function():
             return ("a fragment layout where one register slot holds several elements (a broadcast) cannot be "
-                    "loaded or stored")
-    if k in ("lds_store", "lds_load"):
-        buf, v = op.args[0], (op.args[1] if k == "lds_store" else op.out)
-        bits = dtype(v.dtype).reg_bits
-        if bits not in (8, 16, 32) or buf.lds.elem_bytes * 8 != bits:
-            what = "store" if k == "lds_store" else "load"
-            return f"LDS {what} of {v.dtype} into a {buf.dtype} buffer is not emitted yet"
-        if not v.layout.is_function():
-            return "a broadcast fragment layout cannot be moved through LDS"
-    if k == "elementwise" and op.out.dtype not in EMIT_ARITH_DTYPES:
-        return f"elementwise on {op.out.dtype} fragments is not emitted yet ({', '.join(EMIT_ARITH_DTYPES)})"
-    if k == "reduce" and op.args[0].dtype not in EMIT_ARITH_DTYPES:
-        return f"reduce on {op.args[0].dtype} fragments is not emitted yet ({', '.join(EMIT_ARITH_DTYPES)})"
-    if k == "convert" and dtype(op.args[0].dtype).reg_bits not in EMIT_CONVERT_BITS:
-        return f"convert of {op.args[0].dtype} fragments is not emitted yet (8-, 16- and 32-bit elements)"
-    if k == "cast" and not cast_emitted(op.args[0].dtype, op.out.dtype):
-        return (f"cast {op.args[0].dtype} -> {op.out.dtype} is not emitted yet (casts between "
-                f"{', '.join(FLOAT_CODECS)} are)")
+                    + ("moved through LDS" if k.startswith("lds") else "loaded or stored"))
     if k in ("mma", "mma_sparse"):
         return _mma_refusal(op, prog)
     return None
@@ -401,8 +374,6 @@ def _mma_refusal(op: Any, prog: Any) -> str | None:
     if get_target(prog.target).vendor == "amd":
         if prog.wave_size in row.wave_sizes and row.builtin_for(prog.wave_size) is None:
             return f"{row.mnemonic} has no clang builtin for wave{prog.wave_size}"
-    elif row.types[0] == "f64":
-        return "f64 mma.sync is not emitted yet"
     return None
 
 

@@ -15,7 +15,7 @@ from tilesim.hw.offline import Compiled, compile_hip
 from tilesim.isa.asm import IsaError, parse
 from tilesim.isa.launch import Launch, run_kernel
 from tilesim.isa.memory import Heap, Race
-from tilesim.matrix.dtypes import decode, dtype, encode
+from tilesim.matrix.dtypes import decode, dtype, encode, from_memory, to_memory
 from tilesim.matrix.numerics import quantize
 from tilesim.targets import get_target
 
@@ -119,11 +119,10 @@ def emulate_program(prog: object, inputs: dict[str, np.ndarray] | None = None, *
     args = []
     for name in em.tensors:
         tp = p.tensor(name)
-        bits = dtype(tp.dtype).reg_bits
-        u = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[bits]
-        host = (encode(quantize(arrays[name], tp.dtype), tp.dtype) if name in arrays
-                else np.zeros(tp.shape, np.uint64)).astype(u)
+        host = to_memory(encode(quantize(arrays[name], tp.dtype), tp.dtype) if name in arrays
+                         else np.zeros(tp.shape, np.uint64), tp.dtype)  # packed 4/6-bit elements
         args.append((name, host))
     res = emulate(comp, p.target, em.kernel, grid=em.grid, block=em.block, args=args)
-    outs = {tp.name: decode(res.buffers[tp.name].astype(np.uint64), tp.dtype) for tp in p.tensors if tp.output}
+    outs = {tp.name: decode(from_memory(res.buffers[tp.name], tp.dtype, tp.shape), tp.dtype)
+            for tp in p.tensors if tp.output}
     return replace(res, outputs=outs)

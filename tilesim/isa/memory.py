@@ -231,8 +231,14 @@ def _global(ins: Instr, stem: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarra
         nbytes, how = _STORE[size]
         vaddr, data, saddr = ops
         d = _vreg(data, max(1, nbytes // 4), ctx, ins, st)
+    elif kind == "atomic" and size in ("and", "or", "and_b32", "or_b32") and len(ops) == 3 \
+            and not any(k in ("glc", "sc0") for k, _ in ins.mods) and "RETURN" not in str(ins.mod("th") or ""):
+        # bitwise and/or of a dword without a returned value: lanes in order, which and/or does not see
+        nbytes, how = 4, "dw"
+        vaddr, data, saddr = ops
+        d = _vreg(data, 1, ctx, ins, st)
     else:
-        raise ctx.err(ins, "global/flat atomics and other forms are not modelled")
+        raise ctx.err(ins, "global/flat atomics other than and/or without return, and other forms, are not modelled")
     use_s = isinstance(saddr, Reg) and saddr.file == "s"
     if use_s:
         a = _vreg(vaddr, 1, ctx, ins, st)
@@ -259,6 +265,21 @@ def _global(ins: Instr, stem: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarra
             for k, val in enumerate(_to_regs(data, nbytes, how, st.v[d][w, ln])):
                 st.v[d + k][w, ln] = val
         return run_load
+
+    if kind == "atomic":
+        fn = np.bitwise_and if size.startswith("and") else np.bitwise_or
+
+        def run_atomic(sel: np.ndarray) -> None:
+            w, ln, o, _ = addresses(sel)
+            if (o % 4).any():
+                raise IsaError(f"{ins.mnemonic} (line {ins.line}): unaligned dword atomic")
+            words, inv = np.unique(o, return_inverse=True)
+            acc = np.full(words.size, 0xFFFFFFFF if fn is np.bitwise_and else 0, _U32)
+            fn.at(acc, inv, st.v[d][w, ln].astype(_U32))  # lanes hitting one word combine first
+            idx = words[:, None] + np.arange(4)
+            cur = np.ascontiguousarray(heap.data[idx]).view("<u4").reshape(-1)
+            heap.data[idx] = np.ascontiguousarray(fn(cur, acc).astype("<u4")).view(np.uint8).reshape(-1, 4)
+        return run_atomic
 
     def run_store(sel: np.ndarray) -> None:
         w, ln, o, _ = addresses(sel)

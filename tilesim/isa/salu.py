@@ -44,6 +44,14 @@ _SAVEEXEC = {"and": lambda s, e: s & e, "or": lambda s, e: s | e, "xor": lambda 
 CODE_BASE = 0x10000  # where the emulator places instruction n: CODE_BASE + 4 * n (a model, not the encoding)
 
 
+def _brev32(a: np.ndarray) -> np.ndarray:
+    x = a.astype(_U64) & _U64(0xFFFFFFFF)
+    out = np.zeros_like(x)
+    for i in range(32):
+        out |= ((x >> _U64(i)) & _U64(1)) << _U64(31 - i)
+    return out
+
+
 def getpc_value(index: int) -> int:
     """What ``s_getpc_b64`` at program position ``index`` returns: the next instruction's address."""
     return CODE_BASE + 4 * (index + 1)
@@ -177,6 +185,8 @@ def compile_salu(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], No
         return lambda sel: st.write_s(di, dn, np.full(st.W, v & M32, _U64), sel)
     if m in ("s_not_b32", "s_not_b64"):
         return unary(lambda a: ~a, lambda r: r != 0)
+    if m == "s_brev_b32":  # D.u[31:0] = S0.u[0:31] (bit reverse; no SCC)
+        return unary(_brev32, None)
     if m in ("s_cselect_b32", "s_cselect_b64"):
         di, dn = _sdst(ops[0], bits, ctx, ins)
         a, b = _ssrc(ops[1], bits, ctx, ins, st), _ssrc(ops[2], bits, ctx, ins, st)

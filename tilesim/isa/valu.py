@@ -33,6 +33,14 @@ _FLOAT_KINDS = ("f32", "f16", "f64")
 _HIGH_RULE = ("v_cvt_f16_f32",)  # non-true16 16-bit results whose high-half rule is known
 
 
+def _cnd_source(op: object, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
+    """A v_cndmask_b32 source: VOP3 neg/abs act on bit 31 as on an f32 (clang selects fneg this way)."""
+    if isinstance(op, Reg) and (op.neg or op.abs):
+        f = _source(op, "f32", ctx, ins, st)
+        return lambda: np.asarray(f()).view(np.uint32)
+    return _source(op, "u32", ctx, ins, st)
+
+
 def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
     """A reader of one source operand: bits (uint32/uint64, broadcastable to [waves, lanes]) viewed
     as ``kind``, with float neg/abs applied."""
@@ -60,7 +68,7 @@ def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callabl
             get = (lambda: st.v[b] >> _U32(16))
         else:
             get = (lambda: st.read_v(b, want))
-    if kind in ("u16", "f16"):  # non-true16 forms read the low half
+    if kind in ("u16", "f16", "i16"):  # non-true16 forms read the low half
         raw = get
         get = (lambda: (raw() & _U32(0xFFFF)).astype(np.uint16))
     sign = {"f32": _U32(0x80000000), "f64": _U64(1 << 63), "f16": np.uint16(0x8000)}.get(kind)
@@ -150,11 +158,11 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
             mi, mc = _mask_dest(msk, ctx, ins, st)
         else:
             raise ctx.err(ins, "unexpected operand count")
-        fa, fb = (_source(x, "u32", ctx, ins, st) for x in (a, b))
+        fa, fb = (_cnd_source(x, ctx, ins, st) for x in (a, b))
         w = _dest_writer(d, "u32", ctx, ins, st)
         return lambda act, sel: (lambda r: (lambda: w(r, act)))(np.where(st.read_mask(mi, mc), fb(), fa()))
     if m in ("v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_add_co_ci_u32", "v_addc_co_u32",
-             "v_sub_co_ci_u32", "v_subrev_co_ci_u32"):
+             "v_sub_co_ci_u32", "v_subrev_co_ci_u32", "v_subb_co_u32", "v_subbrev_co_u32"):  # gfx9 spells borrow "subb"
         return _carry(m, ins, ctx, st)
     if m == "v_lshl_add_u64":
         d, a, b, c = ops
@@ -220,7 +228,7 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
 
 def _carry(m: str, ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
     ops = ins.operands
-    with_ci = "_ci_" in m or m.startswith("v_addc")
+    with_ci = "_ci_" in m or m.startswith(("v_addc", "v_subb"))
     if len(ops) != (5 if with_ci else 4):
         raise ctx.err(ins, f"expected {'5' if with_ci else '4'} operands, got {len(ops)}")
     d, cd, a, b = ops[:4]
@@ -229,7 +237,7 @@ def _carry(m: str, ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, n
     fa, fb = _source(a, "u32", ctx, ins, st), _source(b, "u32", ctx, ins, st)
     w = _dest_writer(d, "u32", ctx, ins, st)
     sub = "sub" in m
-    rev = "subrev" in m
+    rev = "subrev" in m or "subbrev" in m
 
     def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
         x, y = fa().astype(np.int64), fb().astype(np.int64)

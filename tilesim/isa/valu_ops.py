@@ -13,8 +13,8 @@ __all__ = ["VALU_OPS", "fma_f32", "KIND_DT", "KIND_BITS", "WIDE"]
 
 _U32, _U64 = np.uint32, np.uint64
 KIND_DT = {"u32": np.uint32, "i32": np.int32, "f32": np.float32, "u64": np.uint64, "i64": np.int64,
-            "f64": np.float64, "u16": np.uint16, "f16": np.float16, "mask": None}
-KIND_BITS = {"u32": "b32", "i32": "b32", "f32": "f32", "u64": "b64", "i64": "b64", "f64": "f64", "u16": "b16",
+            "f64": np.float64, "u16": np.uint16, "i16": np.int16, "f16": np.float16, "mask": None}
+KIND_BITS = {"u32": "b32", "i32": "b32", "f32": "f32", "u64": "b64", "i64": "b64", "f64": "f64", "u16": "b16", "i16": "b16",
          "f16": "f16"}
 WIDE = ("u64", "i64", "f64")
 
@@ -69,6 +69,14 @@ def _bfe_signed(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     field = (a.astype(np.int64) >> off) & ((np.int64(1) << width) - 1)
     top = np.int64(1) << np.maximum(width - 1, 0)
     return np.where(width == 0, 0, (field ^ top) - top).astype(np.int32)
+
+
+def _brev32(a: np.ndarray) -> np.ndarray:
+    x = a.astype(_U32)
+    out = np.zeros_like(x)
+    for i in range(32):
+        out |= ((x >> _U32(i)) & _U32(1)) << _U32(31 - i)
+    return out
 
 
 def _sh(x: np.ndarray, mask: int) -> np.ndarray:
@@ -169,10 +177,14 @@ VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
     "v_cvt_u32_f32": (("f32",), "u32", _cvt_u32_f32),
     "v_cvt_f16_f32": (("f32",), "f16", lambda a: a.astype(np.float16)),
     "v_cvt_f32_f16": (("f16",), "f32", lambda a: a.astype(np.float32)),
+    # D.f = (float)S0.u[8n+7:8n] (an unsigned byte, exact in f32)
+    **{f"v_cvt_f32_ubyte{n}": (("u32",), "f32", lambda a, n=n: ((a >> _U32(8 * n)) & _U32(0xFF)).astype(np.float32))
+       for n in range(4)},
+    "v_bfrev_b32": (("u32",), "u32", lambda a: _brev32(a)),  # D.u[31:0] = S0.u[0:31]
 }
 for _n, _f in {"eq": np.equal, "ne": np.not_equal, "lg": np.not_equal, "lt": np.less, "le": np.less_equal,
                "gt": np.greater, "ge": np.greater_equal}.items():
-    for _t in ("i32", "u32", "i64", "u64"):
+    for _t in ("i32", "u32", "i64", "u64", "i16", "u16"):
         if _n != "lg":
             VALU_OPS[f"v_cmp_{_n}_{_t}"] = ((_t, _t), "mask", _f)
 for _n, _f in {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,

@@ -16,7 +16,8 @@ import numpy as np
 
 from tilesim.errors import ModifierError, choices
 
-__all__ = ["DType", "DTYPES", "dtype", "encode", "encode_bits", "decode", "fp8_for"]
+__all__ = ["DType", "DTYPES", "dtype", "encode", "encode_bits", "decode", "fp8_for", "to_memory", "from_memory",
+           "memory_unit"]
 
 
 @dataclass(frozen=True)
@@ -144,3 +145,42 @@ def decode(bits: np.ndarray, dt: str | DType) -> np.ndarray:
         if d.bits in (4, 6):
             return raw.astype(np.uint8).view(d.np).astype(np.float64)
         return raw.astype(_uint_of(d.bits), copy=False).view(d.np).astype(np.float64)
+
+
+# ---------------------------------------------------------------------------- tensors in device memory
+def memory_unit(dt: str | DType) -> np.dtype:
+    """The unsigned type of a device tensor's buffer: the element's own width, or bytes for 4- and
+    6-bit elements (packed, :func:`to_memory`)."""
+    return _uint_of(dtype(dt).reg_bits)
+
+
+def to_memory(bits: np.ndarray, dt: str | DType) -> np.ndarray:
+    """A tensor's element bits (row-major) as the device buffer generated code reads and writes.
+
+    8/16/32/64-bit elements: one unsigned word each. 4- and 6-bit elements are packed as a
+    little-endian bit stream — element ``i`` at bits ``[i*w, (i+1)*w)`` — so two 4-bit elements
+    share a byte, the first in the low nibble (the usual int4/fp4 packing); the buffer is padded
+    to whole 32-bit words, which the generated stores update atomically (two lanes may own bits of
+    one word)."""
+    d = dtype(dt)
+    b = np.asarray(bits, np.uint64).reshape(-1)
+    if d.reg_bits in (8, 16, 32, 64):
+        return b.astype(_uint_of(d.reg_bits))
+    w = d.reg_bits
+    nbytes = -(-(b.size * w) // 32) * 4
+    planes = ((b[:, None] >> np.arange(w, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8).reshape(-1)
+    stream = np.zeros(nbytes * 8, np.uint8)
+    stream[:planes.size] = planes
+    return np.packbits(stream, bitorder="little")
+
+
+def from_memory(buf: np.ndarray, dt: str | DType, shape: tuple[int, ...]) -> np.ndarray:
+    """Element bits (uint64, ``shape``) of a device buffer laid out by :func:`to_memory`."""
+    d = dtype(dt)
+    n = int(np.prod(shape))
+    raw = np.asarray(buf)
+    if d.reg_bits in (8, 16, 32, 64):
+        return raw.reshape(-1)[:n].astype(np.uint64).reshape(shape)
+    w = d.reg_bits
+    planes = np.unpackbits(raw.astype(np.uint8).reshape(-1), bitorder="little")[:n * w].reshape(n, w)
+    return (planes.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(1).astype(np.uint64).reshape(shape)

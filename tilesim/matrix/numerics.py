@@ -29,7 +29,7 @@ from tilesim.matrix.dtypes import DType, decode, dtype, encode
 from tilesim.matrix.instruction import MatrixInstruction
 
 
-__all__ = ["quantize", "round_exact", "dot_exact", "execute_logical", "tolerance", "FLOAT_FORMATS", "check_neg",
+__all__ = ["quantize", "cast", "round_exact", "dot_exact", "execute_logical", "tolerance", "FLOAT_FORMATS", "check_neg",
            "signed_types", "apply_negation"]
 
 # (mantissa bits incl. hidden, min normal exponent, max exponent, has infinity)
@@ -54,6 +54,27 @@ def quantize(values: np.ndarray, dt: str | DType) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):
             return np.asarray(v, np.float64).astype(d.np).astype(np.float64)
     return decode(encode(v, d), d)
+
+
+def cast(values: np.ndarray, src: str | DType, dst: str | DType) -> np.ndarray:
+    """``src`` values as a ``cast`` to ``dst`` leaves them (float64/int64), one rule for every pair:
+
+    * float to integer: rounded toward zero and saturated to the integer type's range, NaN to 0
+      (PTX ``cvt.rzi.sat``; ``v_cvt_i32_f32`` for i32), so a quantisation clamps as frameworks do;
+    * integer to integer: the low bits kept (two's complement wrap, as C converts);
+    * to a float type: rounded to nearest even once (:func:`quantize`), as every other path rounds.
+
+    The code generator emits the same rule (``tilesim/codegen/elements.py``)."""
+    s, d = dtype(src), dtype(dst)
+    v = np.asarray(values)
+    if d.kind in ("int", "uint") and s.kind == "float":
+        lo, hi = (0, (1 << d.bits) - 1) if d.kind == "uint" else (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1)
+        with np.errstate(invalid="ignore"):
+            f = np.trunc(np.asarray(v, np.float64))
+            return np.where(np.isnan(f), 0, np.clip(np.nan_to_num(f, posinf=hi, neginf=lo), lo, hi)).astype(np.int64)
+    if d.kind in ("int", "uint"):
+        return quantize(np.asarray(v).astype(np.int64), d)
+    return quantize(v, d)
 
 
 def round_exact(q: Fraction, dt: str) -> float:

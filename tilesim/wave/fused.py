@@ -137,6 +137,8 @@ def _plan(sim: LoopHost, loop: Op) -> _Plan | None:
     loads = {op.out.id: op for op in body if op.kind == "load"}
     if len(mmas) != 1 or any(op.kind not in (*_SCALAR_OPS, "load", "mma") for op in body):
         return None
+    if any(op.attr("broadcast") for op in loads.values()):  # vector loads take the general path
+        return None
     mma = mmas[0]
     a_v, b_v, c_v = mma.args
     if mma.out.id != nxt.id or c_v.id != init.id or a_v.id not in loads or b_v.id not in loads:

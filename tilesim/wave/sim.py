@@ -37,7 +37,7 @@ from tilesim.ir.ops import BINOPS, ELEMENTWISE, REDUCE
 from tilesim.ir.verify import structure
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
-from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
+from tilesim.matrix.numerics import apply_negation, cast, check_neg, dot_exact, quantize, signed_types
 from tilesim.wave.codec import Codec, codec
 from tilesim.wave.fused import run_fused_loop
 from tilesim.wave.inputs import check_inputs
@@ -201,11 +201,15 @@ class _Sim:
         self.set_frag(op.out, np.zeros((self.G, c.lanes, c.nregs), np.uint32))
 
     def _global_access(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, store: bool,
-                       transpose: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       transpose: bool = False, broadcast: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         shape = self.tensors[name].shape
         tr, tc = (2, 1) if transpose else (1, 2)
-        r = row0[:, None] + c.rec[None, :, tr]
-        q = col0[:, None] + c.rec[None, :, tc]
+        rec = c.rec
+        if broadcast:  # a vector load: the fragment's row (or column) index reads tensor row (column) 0
+            rec = rec.copy()
+            rec[:, 1 if broadcast == "row" else 2] = 0
+        r = row0[:, None] + rec[None, :, tr]
+        q = col0[:, None] + rec[None, :, tc]
         ok = (r >= 0) & (r < shape[0]) & (q >= 0) & (q < shape[1])
         bad = ~ok & self.active[:, None]
         if bad.any():
@@ -266,15 +270,17 @@ class _Sim:
     def bits_of(self, name: str, dt: Any) -> np.ndarray:
         """The tensor's values encoded as ``dt`` (flat); kept until the tensor is stored to."""
         key = (name, dtype(dt).name)
-        if key not in self.tensor_bits:
-            self.tensor_bits[key] = encode_bits(self.tensors[name], dt).reshape(-1)
+        if key not in self.tensor_bits:  # a fragment of another type than the tensor's: a cast (numerics.cast)
+            vals = cast(self.tensors[name], self.p.tensor(name).dtype, dt)
+            self.tensor_bits[key] = encode_bits(vals, dt).reshape(-1)
         return self.tensor_bits[key]
 
     def op_load(self, op: Op) -> None:
         c = self.codec_of(op.out)
         name = op.attr("tensor")
         row0, col0, tr = self.scalar(op.args[0]), self.scalar(op.args[1]), bool(op.attr("transpose"))
-        if c.slots is not None and self.in_bounds(name, c, row0, col0, tr):
+        bc = op.attr("broadcast")
+        if c.slots is not None and not bc and self.in_bounds(name, c, row0, col0, tr):
             # every lane in bounds: gather the encoded bits straight into register slots (the same
             # bits as encoding the gathered values, which is elementwise)
             base = row0 * self.tensors[name].shape[1] + col0
@@ -287,8 +293,8 @@ class _Sim:
             else:
                 self.set_frag(op.out, c.pack(gather_windows(bits, base, off)))
             return
-        r, q, ok = self._global_access(name, c, row0, col0, False, tr)
-        vals = np.where(ok, self.tensors[name][r, q], 0.0)
+        r, q, ok = self._global_access(name, c, row0, col0, False, tr, bc)
+        vals = np.where(ok, cast(self.tensors[name][r, q], self.p.tensor(name).dtype, c.dt), 0)
         self.set_frag(op.out, c.encode(vals))
 
     def op_store(self, op: Op) -> None:
@@ -301,7 +307,7 @@ class _Sim:
         if self.active.all() and self.in_bounds(name, c, row0, col0, tr):
             self._store_fast(name, c, v, row0, col0, tr)
             return
-        vals = quantize(c.decode(self.regs[v.id]), self.p.tensor(name).dtype)
+        vals = cast(c.decode(self.regs[v.id]), v.dtype, self.p.tensor(name).dtype)
         r, q, ok = self._global_access(name, c, row0, col0, True, tr)
         w = ok & self.active[:, None]
         self.tensors[name][r[w], q[w]] = vals[w]
@@ -327,7 +333,7 @@ class _Sim:
         base = row0 * t.shape[1] + col0
         self.count_transactions(name, c, base, tr)
         flat = (base[:, None] + self.offsets(name, c, tr)[0][None, :]).reshape(-1)
-        t.reshape(-1)[flat] = quantize(c.decode(self.regs[v.id]), self.p.tensor(name).dtype).reshape(-1)
+        t.reshape(-1)[flat] = cast(c.decode(self.regs[v.id]), v.dtype, self.p.tensor(name).dtype).reshape(-1)
         counts = self.writes.setdefault(name, np.zeros(t.shape, np.int64))
         if "distinct" not in c.memo:
             c.memo["distinct"] = np.unique(c.flat_elem).size == c.flat_elem.size
@@ -445,7 +451,7 @@ class _Sim:
         self._banks(addr, c)
         eb = buf.lds.elem_bytes
         self._races(addr, eb, True, f"lds_store to %{buf.id}")
-        bits = encode(quantize(c.decode(self.regs[v.id]), buf.dtype), buf.dtype)
+        bits = encode(cast(c.decode(self.regs[v.id]), v.dtype, buf.dtype), buf.dtype)
         act = self.active
         if eb in (2, 4, 8) and not (addr % eb).any():  # aligned elements: one store per element, same bytes
             unit = np.dtype(f"uint{8 * eb}")
@@ -467,7 +473,7 @@ class _Sim:
         else:
             raw = self.lds[self.wg_of[:, None, None], addr[:, :, None] + np.arange(eb)].astype(np.uint64)
             bits = (raw << (8 * np.arange(eb, dtype=np.uint64))).sum(-1).astype(np.uint64)
-        vals = decode(bits, buf.dtype)
+        vals = cast(decode(bits, buf.dtype), buf.dtype, c.dt)
         self.set_frag(op.out, c.encode(vals))
 
     def op_barrier(self, op: Op) -> None:
@@ -545,12 +551,15 @@ class _Sim:
             self.scalar(y)[:, None] if isinstance(y, Value) else y)
         f = ELEMENTWISE[op.attr("op")].numpy
         with np.errstate(all="ignore"):
-            self.set_frag(op.out, c.encode(quantize(f(a, b), c.dt)))
+            r = np.asarray(f(a, b))
+            # integer elements: integer arithmetic wraps; a float result (``/``, exp, a float constant)
+            # becomes the element type as a cast does (numerics.cast)
+            self.set_frag(op.out, c.encode(cast(r, "f64" if r.dtype.kind == "f" else c.dt, c.dt)))
 
     def op_cast(self, op: Op) -> None:
         x = op.args[0]
         vals = self.codec_of(x).decode(self.regs[x.id])
-        self.set_frag(op.out, self.codec_of(op.out).encode(quantize(vals, op.out.dtype)))
+        self.set_frag(op.out, self.codec_of(op.out).encode(cast(vals, x.dtype, op.out.dtype)))
 
     def op_convert(self, op: Op) -> None:
         x = op.args[0]
