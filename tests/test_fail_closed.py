@@ -87,20 +87,28 @@ def test_older_device_than_the_program_is_simulated_only(prog, monkeypatch):
     assert v.status == "SIMULATED_ONLY" and "sm_80, older than sm_90" in v.reason
 
 
-def test_not_emitted_is_simulated_only():
+def test_not_emitted_is_simulated_only(monkeypatch):
+    """Whatever the generator refuses is SIMULATED_ONLY, never MATCH. Since every element type is
+    emitted (issue 16 item 5) no program check accepts is refused, so the refusal is injected."""
     import tilesim as ts
+    from tilesim.codegen.hip import CodegenError
+    from tilesim.diff import verdict as vd
     from tilesim.matrix import lookup
 
     lay = lookup(NV, "sm_90").layout("C")
 
     @ts.kernel
-    def double_math(X: ts.Tensor["f64", "M", "N"], Y: ts.Tensor["f64", "M", "N"]):  # f64 arithmetic: not emitted
+    def double_math(X: ts.Tensor["f64", "M", "N"], Y: ts.Tensor["f64", "M", "N"]):
         x = ts.load(X[0:, 0:], lay)
         ts.store(Y[0:, 0:], x + x)
 
+    def refuse(prog):
+        raise CodegenError("op 1 (elementwise): refused for this test")
+
     p = double_math.specialize(target="sm_90", M=16, N=8)
+    monkeypatch.setattr(vd, "emit_hip", refuse)
     v = run(p, runner=fake.device_like_simulator, X=np.ones((16, 8), np.float64))
-    assert v.status == "SIMULATED_ONLY" and "not emitted" in v.reason
+    assert v.status == "SIMULATED_ONLY" and "not emitted" in v.reason and "refused for this test" in v.reason
 
 
 @pytest.mark.compiler
