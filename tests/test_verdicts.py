@@ -181,16 +181,22 @@ def test_no_reference_is_said_and_check_errors_still_fail():
     assert w.status == "CHECK_FAILED" and not w.ok and "operand A" in w.reason and w.check_errors
 
 
-def test_emit_refusal_is_a_reason_not_silence_and_a_wrong_simulation_still_fails():
+def test_emit_refusal_is_a_reason_not_silence_and_a_wrong_simulation_still_fails(monkeypatch):
     import tilesim as ts
+    from tilesim.codegen.hip import CodegenError
+    from tilesim.diff import verdict as vd
 
     lay = lookup(NV, "sm_90").layout("C")
 
     @ts.kernel
-    def double_math(X: ts.Tensor["f64", "M", "N"], Y: ts.Tensor["f64", "M", "N"]):  # f64 arithmetic: not emitted
+    def double_math(X: ts.Tensor["f64", "M", "N"], Y: ts.Tensor["f64", "M", "N"]):
         x = ts.load(X[0:, 0:], lay)
         ts.store(Y[0:, 0:], x + x)
 
+    def refuse(prog):  # every element type is emitted now (issue 16 item 5): the refusal is injected
+        raise CodegenError("op 1 (elementwise): refused for this test")
+
+    monkeypatch.setattr(vd, "emit_hip", refuse)
     p = double_math.specialize(target="sm_90", M=16, N=8)
     X = np.arange(128).reshape(16, 8) / 8
     right = run(p, reference={"Y": 2.0 * X.astype(np.float64)}, runner=fake.device_like_simulator, X=X)
