@@ -39,6 +39,12 @@ def _lay(target: str, operand: str = "C"):
     return lookup(WAVE_MMA[target], target).layout(operand)
 
 
+def _other(target: str):
+    """A second layout of the C tile's shape (convert and LDS targets): A (16x16) on AMD, B (16x8)
+    for mma.sync m16n8k16, whose A is 16x16 and C 16x8."""
+    return _lay(target, "B" if target.startswith("sm_") else "A")
+
+
 def _rows(target: str) -> tuple[int, int]:
     d = dict(_lay(target).out_dims)
     return d["row"], d["col"]
@@ -209,7 +215,7 @@ def test_every_other_cast_runs_bit_for_bit_in_the_isa_emulator(src, target):
 @functools.cache
 def arith_program(dt: str, target: str = "gfx1201", const: float | int = 2):
     """Y = max(x * x - x, const) and neg, R = reduce sums along rows/cols, V = convert to the A layout."""
-    lay, lay_a = _lay(target), _lay(target, "A")
+    lay, lay_a = _lay(target), _other(target)
 
     def arith(X, Y, N, R, Q, V):
         x = ts.load(X[0:, 0:], lay)
@@ -285,7 +291,7 @@ def test_arithmetic_on_every_type_runs_bit_for_bit_in_the_isa_emulator(dt, targe
 # ---------------------------------------------------------------------------- LDS of one type into a buffer of another
 @functools.cache
 def lds_program(frag_t: str, buf_t: str, target: str = "gfx1201"):
-    lay, lay_a = _lay(target), _lay(target, "A")
+    lay, lay_a = _lay(target), _other(target)
     m, n = _rows(target)
 
     def lds(X, Y):

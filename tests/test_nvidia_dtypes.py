@@ -33,8 +33,25 @@ def _run(prog, arrays):
         pytest.skip(f"no usable NVIDIA GPU: {e}")
     dev = run_nvidia(emit_hip(prog), arrays)
     sim = ts.simulate(prog, **arrays)
-    bad = [k for k in dev if not _agree(dev[k], sim[k]).all()]
+    # CuPy appends -ftz=true to every NVRTC compile (cupy/cuda/compiler.py, after the caller's options),
+    # so f32 subnormals flush to zero on the device where the model keeps them: those elements are
+    # compared as "flushed or equal", and everything else bit for bit
+    bad = []
+    for k in dev:
+        d, m = np.asarray(dev[k], np.float64), np.asarray(sim[k], np.float64)
+        sub = (m != 0) & (np.abs(m) < 2.0**-126) | _f32_subnormal_input(arrays)
+        ok = _agree(d, m) | (sub & (d == 0))
+        if not ok.all():
+            bad.append(k)
     assert not bad, (prog.name, bad, [(np.asarray(dev[k]).ravel()[:4], np.asarray(sim[k]).ravel()[:4]) for k in bad])
+
+
+def _f32_subnormal_input(arrays) -> np.ndarray | bool:
+    x = arrays.get("X")
+    if x is None:
+        return False
+    x = np.asarray(x, np.float64)
+    return (x != 0) & (np.abs(x) < 2.0**-126)
 
 
 @pytest.mark.cuda
