@@ -9,7 +9,7 @@ from tilesim.isa.launch import execute
 from tilesim.isa.memory import Heap, Lds
 from tilesim.isa.state import EXEC, Machine
 
-WAVE = {"gfx1100": 32, "gfx1201": 32, "gfx942": 64, "gfx950": 64}
+WAVE = {"gfx1100": 32, "gfx1201": 32, "gfx942": 64, "gfx950": 64, "gfx1250": 32}
 
 
 def kernel_text(target: str, body: str, lds: int = 0) -> str:

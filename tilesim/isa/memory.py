@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.errors import InstructionError
 from tilesim.isa.asm import Imm, Instr, IsaError, Reg
 from tilesim.isa.state import Ctx, Machine
+from tilesim.matrix.lds_transpose import TransposeRead, transpose_read
 
 __all__ = ["Heap", "Lds", "Race", "compile_memory"]
 
@@ -194,6 +196,13 @@ def _vreg(op: object, n: int, ctx: Ctx, ins: Instr, st: Machine) -> int:
 
 def compile_memory(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None] | None:
     m = ins.mnemonic
+    if m.startswith(("ds_read_b64_tr_", "ds_read_b96_tr_", "ds_load_tr", "ds_load_b64_tr_", "ds_load_b96_tr_",
+                     "ds_load_b128_tr_")):
+        try:
+            row = transpose_read(m, st.target)
+        except InstructionError as e:
+            raise ctx.err(ins, str(e)) from None
+        return _ds_transpose(ins, row, ctx, st)
     for a, b in _DS_ALIAS.items():
         if m.startswith(a):
             m = b + m[len(a):]
@@ -443,4 +452,71 @@ def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], Non
                 first = d + part * per
                 for k, val in enumerate(_to_regs(data, nbytes, how, st.v[first][w, ln])):
                     st.v[first + k][w, ln] = val
+    return run
+
+
+def _ds_transpose(ins: Instr, row: TransposeRead, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
+    """An LDS transpose read (``ds_read_b64_tr_b16`` …): each lane reads ``row.read_bits`` at its
+    address, then the lanes of each group exchange elements by the catalog's lane map
+    (:mod:`tilesim.matrix.lds_transpose`, the one place it is written).
+
+    EXEC: a lane of a group cannot gather from a lane that supplies no address, so a group must be
+    wholly active or wholly inactive; a partly active group raises (the hardware result is not
+    documented). Each lane's address must be aligned to ``row.align`` bytes."""
+    _check_mods(ins, ctx, ("offset",))
+    if ctx.wave != row.wave:
+        raise ctx.err(ins, f"{row.mnemonic} runs in wave{row.wave}, this wave is wave{ctx.wave}")
+    try:
+        table = row.lane_table()  # [dest lane, elem, (src lane, src elem)]
+    except InstructionError as e:
+        raise ctx.err(ins, str(e)) from None
+    dst, vaddr = ins.operands
+    d, a = _vreg(dst, row.registers, ctx, ins, st), _vreg(vaddr, 1, ctx, ins, st)
+    off = _imm_mod(ins, "offset", ctx)
+    nbytes, bits, n, G = row.read_bits // 8, row.elem_bits, row.elems, row.group
+    lds = st.lds
+    src_lane, src_elem = table[..., 0], table[..., 1]
+
+    def run(sel: np.ndarray) -> None:
+        act = st.active(sel)  # [waves, lanes]
+        grp = act.reshape(act.shape[0], -1, G)
+        part = grp.any(2) & ~grp.all(2)
+        if part.any():
+            w, g = (int(x) for x in np.argwhere(part)[0])
+            off_lanes = [int(x) + g * G for x in np.flatnonzero(~grp[w, g])]
+            raise IsaError(f"{ins.mnemonic} ({st.target}, line {ins.line}) wave {w}: EXEC leaves lanes "
+                           f"{off_lanes[:8]}{'…' if len(off_lanes) > 8 else ''} of the {G}-lane group {g} inactive; "
+                           f"a transpose read needs each group wholly active (its lanes gather from each other)")
+        w, ln = np.nonzero(act)
+        if w.size == 0:
+            return
+        addr = st.v[a][w, ln].astype(np.int64) + off
+        what = f"{ins.mnemonic} ({st.target}, line {ins.line})"
+        bad = (addr < 0) | (addr + nbytes > lds.size) | (addr % row.align != 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            why = (f"is not {row.align}-byte aligned" if 0 <= addr[i] and addr[i] + nbytes <= lds.size
+                   else f"is outside the {lds.size}-byte allocation")
+            raise IsaError(f"{what} wave {int(w[i])} lane {int(ln[i])}: LDS address {int(addr[i])} ({nbytes} bytes) {why}")
+        g = st.group[w]
+        cols = addr[:, None] + np.arange(nbytes)
+        gg = np.broadcast_to(g[:, None], cols.shape)
+        lds.track(ins, gg.ravel(), cols.ravel(), np.broadcast_to(st.slot[w][:, None], cols.shape).ravel(),
+                  np.broadcast_to(st.epoch[w][:, None], cols.shape).ravel(), False)
+        raw = lds.data[gg, cols]  # [active lanes, bytes], little-endian
+        words = np.zeros((st.W, ctx.wave, nbytes // 4), np.uint64)
+        words[w, ln] = np.ascontiguousarray(raw).view("<u4").astype(np.uint64)
+        # element e of lane s: bits [e*bits, (e+1)*bits) of its read (an element may straddle two dwords)
+        lo_w, lo_b = (np.arange(n) * bits) // 32, (np.arange(n) * bits) % 32
+        pair = np.concatenate([words, np.zeros(words.shape[:2] + (1,), np.uint64)], 2)
+        both = pair[..., lo_w] | (pair[..., np.minimum(lo_w + 1, nbytes // 4)] << np.uint64(32))
+        elems = (both >> lo_b.astype(np.uint64)) & np.uint64((1 << bits) - 1)  # [waves, lanes, n]
+        got = elems[:, src_lane, src_elem]  # [waves, dest lane, r]
+        packed = np.zeros((st.W, ctx.wave, nbytes // 4 + 1), np.uint64)
+        for r in range(n):  # n <= 16: pack element r at bits [r*bits, ...)
+            v = got[..., r] << lo_b[r].astype(np.uint64)
+            packed[..., lo_w[r]] |= v & np.uint64(0xFFFFFFFF)
+            packed[..., lo_w[r] + 1] |= v >> np.uint64(32)
+        for k in range(row.registers):
+            st.v[d + k] = np.where(act, packed[..., k].astype(np.uint32), st.v[d + k])
     return run
