@@ -28,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from tilesim.errors import VerifyError
 from tilesim.ir.core import Block, Op, Program, Value
+from tilesim.ir.lds_tr import op_plan, tr_addresses
 from tilesim.ir.ops import BINOPS
 
 __all__ = ["analyse", "Note", "BUDGET"]
@@ -261,10 +263,27 @@ class _Static:
     def op_lds_load(self, op: Op, lead, active, scope) -> None:
         self._lds(op, op.args[0], op.out, op.args[1], op.args[2], lead, active, write=False)
 
+    def op_lds_load_tr(self, op: Op, lead, active, scope) -> None:
+        # the reads touch exactly the fragment's elements (the plan checks it; structure reports a misfit)
+        before = len(self.notes)
+        self._lds(op, op.args[0], op.out, op.args[1], op.args[2], lead, active, write=False,
+                  transpose=bool(op.attr("transpose")))
+        try:
+            plan = op_plan(op, self.p.target)
+        except VerifyError:
+            return  # structure() reports it
+        if len(self.notes) > before:
+            return  # out of bounds: reported by _lds
+        r0, c0 = (self.full(self.scalar(a, op), lead) for a in op.args[1:3])
+        act = np.broadcast_to(active, r0.shape)
+        _, why = tr_addresses(plan, op.args[0].lds, r0[act], c0[act])  # contiguity and alignment of each read
+        if why:
+            self.note("error", self.where(op), why, simulate=True)
+
     def _lds(self, op: Op, buf: Value, v: Value, r0: Any, c0: Any, lead: tuple[int, ...], active: np.ndarray,
-             write: bool) -> None:
+             write: bool, transpose: bool = False) -> None:
         lay = buf.lds
-        rr, cc, _ = _records(v, False)
+        rr, cc, _ = _records(v, transpose)
         row0, col0 = self.full(self.scalar(r0, op), lead), self.full(self.scalar(c0, op), lead)
         act = np.broadcast_to(active, row0.shape)
         inside = (row0 + rr.min() >= 0) & (row0 + rr.max() < lay.rows) & (col0 + cc.min() >= 0) & (col0 + cc.max() < lay.cols)

@@ -292,6 +292,8 @@ KINDS: Mapping[str, OpKind] = _rows(
     OpKind("lds_alloc", (), "lds"),
     OpKind("lds_store", ("lds", "frag", "int", "int"), None),
     OpKind("lds_load", ("lds", "int", "int"), "frag"),
+    # one or more LDS transpose reads (tilesim/matrix/lds_transpose.py) fill the fragment
+    OpKind("lds_load_tr", ("lds", "int", "int"), "frag", (Attr("instr", _token), _TRANSPOSE)),
     OpKind("barrier", (), None),
     OpKind("mma", ("frag", "frag", "frag"), "frag", _MMA_ATTRS),
     # SMFMAC/SWMMAC: (compressed A values, B, C, metadata bytes); tilesim/matrix/sparse.py

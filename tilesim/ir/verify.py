@@ -33,6 +33,7 @@ from tilesim.targets import get_target, occupancy
 from tilesim.ir.accesses import analyse
 from tilesim.ir.analysis import lds_estimate, vgpr_estimate
 from tilesim.ir.core import Op, Program, Value
+from tilesim.ir.lds_tr import op_plan
 from tilesim.ir.ops import PathStatus, program_paths
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
@@ -188,6 +189,11 @@ def structure(prog: Program) -> list[Finding]:
                 if a != b:
                     out.append(Finding("error", where, f"convert from a {_shape(a)} tile to a {_shape(b)} tile: convert "
                                                        "moves the same tile between layouts; the shapes must agree"))
+            if op.kind == "lds_load_tr":
+                try:
+                    op_plan(op, prog.target)  # tilesim/ir/lds_tr.py
+                except VerifyError as e:
+                    out.append(Finding("error", where, str(e)))
             if op.kind == "loop":
                 inner = set(scope) | {op.out.id} | {i.id for i, _ in carried}
                 visit(op.attr("body"), inner)

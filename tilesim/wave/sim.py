@@ -42,6 +42,7 @@ from tilesim.wave.codec import Codec, codec
 from tilesim.wave.fused import run_fused_loop
 from tilesim.wave.inputs import check_inputs
 from tilesim.wave.mma_forms import dense_operands, operand_codecs, per_block, unblock
+from tilesim.wave.lds_tr import run_lds_load_tr
 from tilesim.wave.provenance import Provenance, ProvenanceMap
 from tilesim.wave.kernels import HAVE_NUMBA, batched_dot, gather_windows, lds_bank_cycles, lds_races
 
@@ -475,6 +476,9 @@ class _Sim:
             bits = (raw << (8 * np.arange(eb, dtype=np.uint64))).sum(-1).astype(np.uint64)
         vals = cast(decode(bits, buf.dtype), buf.dtype, c.dt)
         self.set_frag(op.out, c.encode(vals))
+
+    def op_lds_load_tr(self, op: Op) -> None:
+        run_lds_load_tr(self, op)  # tilesim/wave/lds_tr.py
 
     def op_barrier(self, op: Op) -> None:
         self.epoch += 1
