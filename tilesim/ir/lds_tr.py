@@ -52,7 +52,7 @@ def tr_plan(row: TransposeRead, layout: Layout, transpose: bool = False) -> TrPl
     """The address table of ``layout`` read through ``row`` (see the module docstring)."""
     name = row.mnemonic
     dims = dict(layout.in_dims)
-    if set(dims) != {"lane", "slot"} or "block" in dict(layout.out_dims) or layout.elem_bits != row.elem_bits:
+    if set(dims) != {"lane", "slot"} or dict(layout.out_dims).get("block", 1) != 1 or layout.elem_bits != row.elem_bits:
         raise TransposeLayoutError(f"{name} fills (lane, slot) fragments of {row.elem_bits}-bit elements with no block "
                                    f"dim; this layout is {layout!r}")
     lanes, slots = dims["lane"], dims["slot"]
