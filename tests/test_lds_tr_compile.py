@@ -85,3 +85,37 @@ def test_catalog_targets_are_exactly_the_compilers(name):
         except ToolchainError as e:
             assert "needs target feature" in str(e), f"{target}: {e}"
     assert tuple(accepted) == r.targets
+
+
+_EXEC_KERNEL = """typedef short v4 __attribute__((ext_vector_type(4)));
+typedef int v2 __attribute__((ext_vector_type(2)));
+__attribute__((global)) void k(v4* out, int n) {
+  __attribute__((shared)) v2 lds[64];
+  const int lane = __builtin_amdgcn_workitem_id_x();
+  lds[lane] = (v2){(4 * lane) | ((4 * lane + 1) << 16), (4 * lane + 2) | ((4 * lane + 3) << 16)};
+  __builtin_amdgcn_s_barrier();
+  v4 x = {-1, -1, -1, -1};
+  if (lane < n) x = __builtin_amdgcn_ds_read_tr16_b64_v4i16((__attribute__((address_space(3))) v4*)&lds[lane]);
+  out[lane] = x;
+}
+"""
+
+
+@pytest.mark.compiler
+def test_compiled_kernel_in_the_emulator_and_its_exec_check():
+    """clang's code for a HIP kernel: with all 64 lanes active, lane l holds element l % 4 of the
+    lanes the ISA formula names (each lane's LDS row is its own ids 4s..4s+3); with only lanes 0-7
+    active (``if (lane < 8)``) the emulator refuses the partly active 16-lane group."""
+    import numpy as np
+
+    from tilesim.isa import IsaError, emulate
+
+    _clang_or_skip()
+    c = offline.compile_hip(_EXEC_KERNEL, "gfx950")
+    res = emulate(c, "gfx950", grid=1, block=64, args=[("out", np.zeros((64, 4), np.int16)), np.int32(64)])
+    got = res.buffers["out"]
+    lane = np.arange(64)[:, None]
+    src = 16 * (lane // 16) + (lane % 16) // 4 + 4 * np.arange(4)[None, :]  # CDNA4 / Triton formula
+    assert (got == 4 * src + lane % 4).all()
+    with pytest.raises(IsaError, match="EXEC leaves lanes"):
+        emulate(c, "gfx950", grid=1, block=64, args=[("out", np.zeros((64, 4), np.int16)), np.int32(8)])
