@@ -33,7 +33,8 @@ from tilesim.errors import TilesimError
 from tilesim.ir import verify
 from tilesim.ir.core import Op, Program, Value
 
-EXAMPLES = ["gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm", "sparse_gemm", "batched_small_gemm"]
+EXAMPLES = ["gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm", "sparse_gemm", "batched_small_gemm",
+            "lds_tr_gemm"]
 
 STRING_PAYLOADS = [
     '+ 0); asm volatile("s_trap 2"); s5 = (s1 +',  # issue 19's binop payload
@@ -236,7 +237,8 @@ def _legit(op: str, path: tuple, payload, original) -> bool:
     if isinstance(payload, bool):
         return path[-1] == "transpose"
     if isinstance(payload, str):
-        return op == "mma" and path[-1] in ("instr", "family") and re.fullmatch(r"[A-Za-z0-9_.]+", payload) is not None
+        return op in ("mma", "lds_load_tr") and path[-1] in ("instr", "family") \
+            and re.fullmatch(r"[A-Za-z0-9_.]+", payload) is not None
     return isinstance(payload, (int, float)) and op == "elementwise" and "args" in path
 
 

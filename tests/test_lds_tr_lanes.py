@@ -179,3 +179,27 @@ def test_emulator_refuses_unknown_map_and_wrong_target():
         run("gfx1250", "\tds_load_tr4_b64 v[4:5], v1", v={1: np.zeros(32)}, lds=256)
     with pytest.raises(IsaError, match="targets that have it: gfx950"):
         run("gfx942", "\tds_read_b64_tr_b16 v[4:5], v1", v={1: np.zeros(64)}, lds=512)
+
+
+# ------------------------------------------------------------------------------ the docs page
+DOC = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "lds-transpose.md"
+
+
+def test_docs_table_lists_every_row_with_its_targets_and_confidence():
+    rows = {ln.split("|")[1].strip().strip("`"): [c.strip() for c in ln.split("|")[1:-1]]
+            for ln in DOC.read_text().splitlines() if ln.startswith("| `")}
+    assert set(rows) == set(TRANSPOSE_READS)
+    for name, cells in rows.items():
+        r = TRANSPOSE_READS[name]
+        assert cells[2] == ", ".join(r.targets) and cells[-1].split(":")[0] == r.confidence, (name, cells)
+        assert r.builtin in cells[1] and cells[3] == f"{r.elem_bits}-bit" and cells[4] == f"{r.read_bits} bits"
+
+
+def test_docs_python_blocks_run():
+    import re
+
+    ns: dict[str, object] = {}
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    assert len(blocks) == 2
+    for code in blocks:
+        exec(compile(code, str(DOC), "exec"), ns)  # noqa: S102 - our own documentation

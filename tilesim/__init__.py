@@ -23,6 +23,7 @@ from tilesim.ir import (
     kernel,
     lds_alloc,
     lds_load,
+    lds_load_tr,
     lds_store,
     load,
     load_col,
@@ -56,7 +57,7 @@ __version__ = "0.6.0"
 __all__ = [
     "audit", "audit_program", "emulate", "emulate_program",
     "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc",
-    "lds_load", "lds_store", "load", "load_col", "load_row", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
+    "lds_load", "lds_load_tr", "lds_store", "load", "load_col", "load_row", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
     "tile_id", "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run",
     "Verdict",
     "DeviceError",

@@ -17,6 +17,7 @@ from tilesim.ir.dsl import (
     kernel,
     lds_alloc,
     lds_load,
+    lds_load_tr,
     lds_store,
     load,
     load_col,
@@ -37,7 +38,7 @@ from tilesim.ir.dsl import (
 
 __all__ = [
     "OP_KINDS", "Block", "Frag", "Kernel", "LdsLayout", "MmaOp", "Op", "Program", "Scalar", "Tensor", "TensorParam",
-    "Value", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_store",
+    "Value", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_load_tr", "lds_store",
     "load", "load_col", "load_row", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when",
     "zeros",
 ]
