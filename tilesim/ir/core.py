@@ -25,6 +25,7 @@ store          frag, row0, col0                       tensor, transpose
 lds_alloc      —                                      — (the value's LdsLayout)
 lds_store      lds, frag, row0, col0                  —
 lds_load       lds, row0, col0                        —
+lds_load_tr    lds, row0, col0                        instr (an LDS transpose read), transpose
 barrier        —                                      —
 mma            a, b, c                                instr, family, modifiers
 mma_sparse     a (compressed values), b, c, metadata  instr, family, modifiers
