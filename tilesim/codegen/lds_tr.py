@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tilesim.codegen.common import CodegenError
 from tilesim.errors import VerifyError
 from tilesim.ir.core import Op
 from tilesim.ir.lds_tr import op_plan
@@ -20,14 +21,14 @@ from tilesim.layouts.layout import Layout
 __all__ = ["emit_lds_load_tr"]
 
 
-def emit_lds_load_tr(gen: Any, op: Op, d: int, error: type[Exception]) -> None:
-    """Write the op into ``gen`` (the HIP generator) at depth ``d``; ``error``: the generator's typed
-    error, raised when the op cannot be emitted (``check`` reports the same)."""
+def emit_lds_load_tr(gen: Any, op: Op, d: int) -> None:
+    """Write the op into ``gen`` (the HIP generator) at depth ``d``; :class:`CodegenError` when it
+    cannot be emitted (``check`` reports the same as a structure error)."""
     buf, out = op.args[0], op.out
     try:
         plan = op_plan(op, gen.p.target)
     except VerifyError as e:
-        raise error(str(e)) from None
+        raise CodegenError(str(e)) from None
     row, lay = plan.row, buf.lds
     W, n = plan.src_row.shape[1], plan.issues
     src = Layout.from_function({"lane": W, "slot": n}, {"row": lay.rows, "col": lay.cols},

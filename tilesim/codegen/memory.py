@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tilesim.codegen.common import _UINT
 from tilesim.codegen.element_ops import broadcast_exprs, emit_global_typed, emit_lds, zero_bits
+from tilesim.codegen.lds_tr import emit_lds_load_tr
 from tilesim.ir.core import Op, Value
 from tilesim.matrix.dtypes import dtype
 
@@ -107,6 +108,9 @@ class MemoryOps:
         f = self.frag(op.out)
         self.emit(d, f"{f} = ts_r{op.out.layout.registers_per_lane()}{{}};")
         emit_lds(self, op, op.args[0], op.out, op.args[1], op.args[2], d, False)
+
+    def op_lds_load_tr(self, op: Op, d: int) -> None:
+        emit_lds_load_tr(self, op, d)  # tilesim/codegen/lds_tr.py
 
     def op_barrier(self, op: Op, d: int) -> None:
         self.emit(d, "TS_BARRIER();")

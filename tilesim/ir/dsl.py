@@ -51,9 +51,10 @@ from tilesim.ir.loops import range, when  # noqa: A004 - ts.range is the DSL's l
 from tilesim.ir.trace import _TRACE, Opaque, Scalar, Traced, _as_arg, _tr, _Trace
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.sparse import meta_layout, values_layout
+from tilesim.matrix.lds_transpose import select_transpose_read, transpose_read
 
 __all__ = ["Tensor", "kernel", "Kernel", "mma_op", "MmaOp", "grid", "waves", "tile_id", "wave_id", "zeros", "load",
-           "load_row", "load_col", "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "barrier", "cast", "convert",
+           "load_row", "load_col", "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "lds_load_tr", "barrier", "cast", "convert",
            "shuffle", "reduce", "elementwise", "Frag", "Scalar"]  # + one function per ELEMENTWISE row (below)
 
 
@@ -473,6 +474,20 @@ def lds_load(buf: Value, row0: Any, col0: Any, layout: Layout) -> Frag:
     d = _dtype(buf.dtype or "f32")
     out = t.value("frag", dtype=d.name, layout=layout.with_elem_bits(d.reg_bits))
     t.emit("lds_load", out, (buf, _as_arg(row0), _as_arg(col0)))
+    return Frag(out)
+
+
+def lds_load_tr(buf: Value, row0: Any, col0: Any, layout: Layout, *, transpose: bool = False,
+                instr: str | None = None) -> Frag:
+    """``lds_load`` through the target's LDS transpose read (docs/lds-transpose.md): the one for the
+    buffer's element size, or ``instr``; ``transpose=True`` reads fragment (row, col) from the
+    buffer's (col, row). :class:`InstructionError` on a target without one, naming those with one."""
+    _check_frag_layout(layout)
+    t = _tr()
+    d = _dtype(buf.dtype or "f32")
+    row = transpose_read(instr, t.target) if instr is not None else select_transpose_read(t.target, d.reg_bits)
+    out = t.value("frag", dtype=d.name, layout=layout.with_elem_bits(d.reg_bits))
+    t.emit("lds_load_tr", out, (buf, _as_arg(row0), _as_arg(col0)), instr=row.mnemonic, transpose=bool(transpose))
     return Frag(out)
 
 
