@@ -183,6 +183,11 @@ def _code(src: str) -> str:
     return "\n".join(out)
 
 
+@lru_cache(maxsize=None)
+def _base_code(base: int) -> str:
+    return _code(emit_hip(Program.from_json(_bases()[base][1])).source)
+
+
 def _try(base: int, path: tuple, payload, *, compile_with=None) -> str:
     """Put ``payload`` at ``path``; 'refused' (typed error at construction), or 'accepted' after
     checking that check and emit raise only typed errors and the code holds no payload."""
@@ -197,7 +202,8 @@ def _try(base: int, path: tuple, payload, *, compile_with=None) -> str:
         except TilesimError:
             return "accepted"
     code = _code(out.source)
-    if isinstance(payload, str) and payload.strip():
+    # a payload the unchanged program's code already holds (e.g. "0") proves nothing either way
+    if isinstance(payload, str) and payload.strip() and payload not in _base_code(base):
         assert payload not in code, (path, payload)
         for m in MARKERS:
             assert (m in payload) <= (m not in code), (path, payload, m)
