@@ -135,10 +135,10 @@ ELEMENTWISE: Mapping[str, Elementwise] = _rows(
     Elementwise("neg", 1, lambda a, b: -a, "-{a}", test_constants=(0,), c_int="(long long)(0ull - (ts_u64){a})"),
     Elementwise("exp", 1, lambda a, b: np.exp(a), "TS_EXPF({a})", dsl="exp", macro=_EXPF,
                 doc="e**x, element by element.", c_double="TS_EXP64({a})", macro64=_EXP64),
-    Elementwise("max", 2, lambda a, b: np.maximum(a, b), "TS_FMAXF({a}, {b})", dsl="maximum", macro=_FMAXF,
+    Elementwise("max", 2, lambda a, b: np.fmax(a, b), "TS_FMAXF({a}, {b})", dsl="maximum", macro=_FMAXF,
                 test_constants=(0, -2), doc="The larger of x and y (a fragment or a number), element by element.",
                 c_double="TS_FMAX64({a}, {b})", macro64=_FMAX64, c_int="({a} > {b} ? {a} : {b})"),
-    Elementwise("min", 2, lambda a, b: np.minimum(a, b), "TS_FMINF({a}, {b})", dsl="minimum", macro=_FMINF,
+    Elementwise("min", 2, lambda a, b: np.fmin(a, b), "TS_FMINF({a}, {b})", dsl="minimum", macro=_FMINF,
                 doc="The smaller of x and y (a fragment or a number), element by element.",
                 c_double="TS_FMIN64({a}, {b})", macro64=_FMIN64, c_int="({a} < {b} ? {a} : {b})"),
 )
@@ -156,10 +156,12 @@ BINOPS: Mapping[str, Binop] = _rows(
     Binop("==", np.equal, "({a} == {b})"),
 )
 
+# max/min are IEEE 754-2008 maxNum/minNum (a NaN loses to a number), as C fmaxf/fminf and AMD's
+# v_max_f32/v_min_f32 in IEEE mode compute them: np.fmax/np.fmin, not np.maximum (which propagates NaN).
 REDUCE: Mapping[str, Reduce] = _rows(
     Reduce("sum", np.sum, "a + b", c_int="(long long)((ts_u64)a + (ts_u64)b)"),
-    Reduce("max", np.max, "TS_FMAXF(a, b)", _FMAXF, "TS_FMAX64(a, b)", _FMAX64, "(a > b ? a : b)"),
-    Reduce("min", np.min, "TS_FMINF(a, b)", _FMINF, "TS_FMIN64(a, b)", _FMIN64, "(a < b ? a : b)"),
+    Reduce("max", np.fmax.reduce, "TS_FMAXF(a, b)", _FMAXF, "TS_FMAX64(a, b)", _FMAX64, "(a > b ? a : b)"),
+    Reduce("min", np.fmin.reduce, "TS_FMINF(a, b)", _FMINF, "TS_FMIN64(a, b)", _FMIN64, "(a < b ? a : b)"),
 )
 REDUCE_AXES = ("row", "col")  # reduce along the tile's rows (axis='row': down each column) or columns
 
