@@ -245,8 +245,9 @@ def _to(dt: str, v: np.ndarray) -> np.ndarray:
 
 
 def _ref_arith(dt: str, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Independent float64 reference, each op's result rounded to the type as the program does."""
-    y = _to(dt, np.maximum(_to(dt, _to(dt, x * x) - x), 2))
+    """Independent float64 reference, each op's result rounded to the type as the program does; max is
+    IEEE 754-2008 maxNum (a NaN loses to a number: C fmaxf, v_max_f32 in IEEE mode)."""
+    y = _to(dt, np.fmax(_to(dt, _to(dt, x * x) - x), 2))
     return {"Y": y, "N": _to(dt, _to(dt, -x) / x), "R": np.broadcast_to(_to(dt, x.sum(1, keepdims=True)), x.shape),
             "Q": np.broadcast_to(x.max(0, keepdims=True), x.shape), "V": x}
 
