@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tilesim.errors import LayoutError
+from tilesim.errors import LayoutError, choices
 from tilesim.layouts.layout import Layout
 
 HW_DIMS = ("register", "lane", "warp", "block")
@@ -67,20 +67,12 @@ class _LL:
         return ret
 
     def not_larger(self, shape: Mapping[str, int]) -> _LL:
-        bases = {k: [dict(v) for v in vs] for k, vs in self.bases.items()}
-        outs = dict(self.outs)
-        for o in list(self.outs):
-            size = outs[o]
-            if size <= shape[o]:
-                continue
-            found = [(v[o], ind, i) for ind in HW_DIMS for i, v in enumerate(bases.get(ind, [])) if v.get(o)]
-            found.sort(key=lambda t: -t[0])  # stable: ties keep hardware-dim order
-            for _, ind, i in found:
-                if size <= shape[o]:
-                    break
-                bases[ind][i].pop(o)
-                size >>= 1
-            outs[o] = shape[o]
+        """Every basis that reaches past ``shape`` in a dim loses that component (those hardware bits then
+        hold copies), as Triton cuts a layout down to a smaller tensor; with distinct powers of two that
+        is the largest bases, and a repeated basis is cut with its twin."""
+        bases = {k: [{o: x for o, x in v.items() if x < shape.get(o, x + 1)} for v in vs]
+                 for k, vs in self.bases.items()}
+        outs = {o: min(s, shape[o]) if o in shape else s for o, s in self.outs.items()}
         return _LL(bases, outs)
 
     def fit(self, shape: Mapping[str, int], cga: Sequence[Sequence[int]] = ()) -> _LL:
@@ -236,23 +228,30 @@ def _tile_bases(cls: str, what: str, value: Any, rank: int) -> tuple[tuple[int, 
 def _tile_grid(cls: str, reg: Sequence[Sequence[int]], warp: Sequence[Sequence[int]]) -> None:
     """Triton builds ``LinearLayout({register: reg_bases, warp: warp_bases})`` and requires it surjective
     onto its inferred size (each dim up to the next power of two above its largest basis): the non-zero
-    bases of a dim must be 1, 2, 4, … with none missing; a repeated one would put one tile in two places."""
-    named = [("reg_bases", i, v) for i, v in enumerate(reg)] + [("warp_bases", i, v) for i, v in enumerate(warp)]
+    bases of a dim must reach 1, 2, 4, … with none missing. A repeated basis is accepted here, as Triton
+    accepts it; if it survives the fit to a tensor shape, ``to_linear`` refuses the non-injective result."""
     for d in range(len(next(iter(reg or warp), ()))):
-        got: dict[int, str] = {}
-        for what, i, v in named:
-            if v[d]:
-                if v[d] in got:
-                    raise _fail(cls, what, [list(x) for x in (reg if what == "reg_bases" else warp)],
-                                f"basis {i} {list(v)} repeats {got[v[d]]}: two registers/warps would hold the same "
-                                "tile (not injective)")
-                got[v[d]] = f"{what}[{i}]"
+        got = {v[d] for v in [*reg, *warp] if v[d]}
         gap = next((1 << b for b in range(max(got, default=0).bit_length()) if (1 << b) not in got), None)
         if gap is not None:
             raise _fail(cls, "reg_bases/warp_bases", {"reg_bases": [list(x) for x in reg],
                                                       "warp_bases": [list(x) for x in warp]},
                         f"no basis steps {gap} tile(s) along dim {d}, so tiles there are held by nobody (Triton: "
                         "\"Layout is expected to be surjective\"); use 1, 2, 4, … tiles per dim")
+
+
+TRITON_VERSIONS = ("3.6", "3.9")
+
+
+def _raw(ll: _LL, shape: Sequence[int]) -> dict[str, list[tuple[int, ...]]]:
+    return {k: [tuple(v.get(f"dim{i}", 0) for i in range(len(shape))) for v in ll.bases.get(k, [])] for k in HW_DIMS}
+
+
+def _version(cls: str, value: Any) -> str | None:
+    """None or a Triton version whose numbering tilesim reproduces."""
+    if value is None or (isinstance(value, str) and value in TRITON_VERSIONS):
+        return value
+    raise _fail(cls, "triton_version", value, f"tilesim reproduces Triton {choices(list(TRITON_VERSIONS))}")
 
 
 def _dims(shape: Sequence[int]) -> dict[str, int]:
@@ -284,15 +283,34 @@ class DistributedLinearLayout:
             object.__setattr__(self, what, _vectors(cls, what, getattr(self, what), shape))
         _permutation(cls, {w: getattr(self, w) for w in ("reg_bases", "lane_bases", "warp_bases", "block_bases")}, shape)
 
-    def to_linear(self, shape: Sequence[int] | None = None) -> DistributedLinearLayout:
-        if shape is not None and tuple(shape) != self.shape:
-            raise _fail("DistributedLinearLayout", "tensor shape", list(shape),
-                        f"the layout is for shape {list(self.shape)}")
-        return self
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
 
-    def to_layout(self, shape: Sequence[int] | None = None) -> Layout:
+    follows = None  # explicit bases: Triton 3.6 and 3.9 read them alike
+
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
+        """As Triton fits a linear layout to another tensor shape: registers repeat it while the tensor is
+        larger, and its largest bases become zero (copies) while the tensor is smaller."""
+        bases = {k: [{f"dim{d}": x for d, x in enumerate(v) if x} for v in vs]
+                 for k, vs in zip(HW_DIMS, (self.reg_bases, self.lane_bases, self.warp_bases, self.block_bases))}
+        # repeats go along the register order: dims in the order the register bases first reach them,
+        # then the others from the last dim down (Triton's order for a linear layout)
+        order = list(dict.fromkeys(d for v in self.reg_bases for d, x in enumerate(v) if x))
+        order += [d for d in reversed(range(self.rank)) if d not in order]
+        ll = _LL(bases, {f"dim{d}": self.shape[d] for d in order})
+        return ll.not_smaller(_dims(shape)).not_larger(_dims(shape))
+
+    def to_linear(self, shape: Sequence[int] | None = None, triton_version: str | None = None) -> DistributedLinearLayout:
+        _version("DistributedLinearLayout", triton_version)  # explicit bases: every version reads them alike
+        if shape is None or tuple(shape) == self.shape:
+            return self
+        shp = _shape("DistributedLinearLayout", shape, self.rank)
+        return self._ll(shp).linear(shp)
+
+    def to_layout(self, shape: Sequence[int] | None = None, triton_version: str | None = None) -> Layout:
         """The :class:`Layout` these bases describe (``block`` included only when it has bases)."""
-        lin = self.to_linear(shape)
+        lin = self.to_linear(shape, triton_version)
         bases = {"register": lin.reg_bases, "lane": lin.lane_bases, "warp": lin.warp_bases}
         if lin.block_bases:
             bases["block"] = lin.block_bases
@@ -320,17 +338,42 @@ class _Distributed:
     def rank(self) -> int:
         return len(self.warps_per_cta)  # type: ignore[attr-defined]
 
-    def to_linear(self, shape: Sequence[int]) -> DistributedLinearLayout:
-        shp = _shape(type(self).__name__, shape, self.rank)
-        ll = self._ll(shp)
+    @property
+    def follows(self) -> str | None:
+        """The Triton version whose numbering this spec asks for (``AMDWMMALayout.triton_version``,
+        inherited by slices and dot operands of it); None: whichever ``to_linear`` is told."""
+        parent = getattr(self, "parent", None)
+        return getattr(self, "triton_version", None) or (parent.follows if parent is not None else None)
+
+    def to_linear(self, shape: Sequence[int], triton_version: str | None = None) -> DistributedLinearLayout:
+        """Triton's linear layout for a tensor of ``shape``, basis for basis, as ``triton_version`` ("3.6" or
+        "3.9") numbers it. Without a version (here or on the spec), a layout that the two versions number
+        differently is refused rather than given one version's numbering silently."""
+        cls = type(self).__name__
+        shp = _shape(cls, shape, self.rank)
+        asked, pinned = _version(cls, triton_version), self.follows
+        if asked and pinned and asked != pinned:
+            raise LayoutError(f"{cls}: the spec follows Triton {pinned} (triton_version={pinned!r}) but "
+                              f"to_linear was asked for Triton {asked}")
+        ver = asked or pinned
+        ll = self._ll(shp, ver or "3.9")
+        if ver is None:
+            try:
+                same = _raw(self._ll(shp, "3.6"), shp) == _raw(ll, shp)
+                why = "order this layout's registers differently"
+            except LayoutError as e:
+                same, why = False, f"disagree (3.6 refuses it: {e})"
+            if not same:
+                raise LayoutError(f"{cls}: Triton 3.6 and 3.9 {why} for shape {list(shp)}; say which with "
+                                  "to_linear(shape, triton_version='3.6' or '3.9') or the spec's triton_version"[:400])
         # checked here too, so the error names the class the user wrote, not DistributedLinearLayout
         names = [f"dim{i}" for i in range(len(shp))]
         _permutation(type(self).__name__, {k: [[v.get(n, 0) for n in names] for v in vs] for k, vs in ll.bases.items()},
                      shp)
         return ll.linear(shp)
 
-    def to_layout(self, shape: Sequence[int]) -> Layout:
-        return self.to_linear(shape).to_layout()
+    def to_layout(self, shape: Sequence[int], triton_version: str | None = None) -> Layout:
+        return self.to_linear(shape, triton_version).to_layout()
 
-    def _ll(self, shape: tuple[int, ...]) -> _LL:  # pragma: no cover - every subclass defines it
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:  # pragma: no cover - every subclass defines it
         raise NotImplementedError

@@ -14,7 +14,8 @@ e.g., a wave64 CDNA ``AMDMFMALayout`` on a wave32 RDNA target that has no MFMA.
 A spec is a Gluon spec object (:mod:`tilesim.frameworks.gluon`), a :class:`Layout` with those dims,
 a string such as ``"AMDMFMALayout(version=3, instr_shape=[32, 32, 8], transposed=False,
 warps_per_cta=[1, 1])"`` (parsed with :mod:`ast`: only the spec constructors and literals, never
-evaluated), a JSON object (``{"layout": "AMDMFMALayout", ...}`` with a nested ``"parent"``, or
+evaluated), the text Triton prints (``#ttg.amd_mfma<{...}>`` or a ``tensor<64x64xf32, #ttg...>`` type, read by
+:mod:`tilesim.frameworks.ttg_text`), a JSON object (``{"layout": "AMDMFMALayout", ...}`` with a nested ``"parent"``, or
 Triton's printed bases ``{"bases": {"register": ..., "lane": ..., "warp": ..., "block": ...},
 "shape": [...]}``), or the path of a ``.json`` file holding one.
 """
@@ -32,6 +33,7 @@ import numpy as np
 
 from tilesim.errors import LayoutError, TilesimError, choices
 from tilesim.frameworks.gluon import SPECS, DistributedLinearLayout
+from tilesim.frameworks.ttg_text import looks_like_ttg, parse_ttg
 from tilesim.frameworks.verdict import LayoutCheck, verdict
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import instructions, lookup
@@ -178,6 +180,8 @@ def parse_spec(spec: Any) -> Any:
                 raise LayoutError(f"layout spec JSON needs a \"layout\" key (a class name) or \"bases\"; got keys "
                                   f"{sorted(spec)}")
             return _build(spec)
+    if isinstance(spec, str) and looks_like_ttg(spec):  # as Triton prints it: #ttg.…<{…}> or tensor<…, #ttg…>
+        return parse_ttg(spec).layout
     if isinstance(spec, str):
         text = spec.strip()
         try:

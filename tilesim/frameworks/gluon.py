@@ -44,8 +44,14 @@ from tilesim.frameworks._gluon_common import (
     _order,
     _tile_bases,
     _tile_grid,
+    _version,
 )
-from tilesim.frameworks.gluon_shared import PaddedSharedLayout, SwizzledSharedLayout
+from tilesim.frameworks.gluon_shared import (
+    NVMMASharedLayout,
+    PaddedSharedLayout,
+    SharedLinearLayout,
+    SwizzledSharedLayout,
+)
 from tilesim.targets import family_targets as _family_targets
 from tilesim.targets import feature_targets
 
@@ -56,8 +62,10 @@ __all__ = [
     "DistributedLinearLayout",
     "DotOperandLayout",
     "NVMMADistributedLayout",
+    "NVMMASharedLayout",
     "PaddedSharedLayout",
     "SPECS",
+    "SharedLinearLayout",
     "SliceLayout",
     "SwizzledSharedLayout",
 ]
@@ -90,13 +98,15 @@ class BlockedLayout(_Distributed):
         object.__setattr__(self, "order", _order(cls, self.order, rank))
         object.__setattr__(self, "cga_layout", _cga(cls, self.cga_layout, rank))
 
-    def _ll(self, shape: tuple[int, ...]) -> _LL:
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
         ll = _LL()
         for ind, sizes in (("register", self.size_per_thread), ("lane", self.threads_per_warp),
                            ("warp", self.warps_per_cta)):
             for d in self.order:
                 ll = ll * _LL.identity(sizes[d], ind, f"dim{d}")
-        return ll.fit(_dims(shape), self.cga_layout).without_zero_registers()
+        fitted = ll.fit(_dims(shape), self.cga_layout)
+        # Triton 3.9 drops registers that only hold copies; 3.6 keeps them as all-zero bases
+        return fitted if ver == "3.6" else fitted.without_zero_registers()
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,7 @@ class SliceLayout(_Distributed):
     parent: Any
 
     def __post_init__(self) -> None:
-        if not isinstance(self.parent, _Distributed):
+        if not isinstance(self.parent, (_Distributed, DistributedLinearLayout)):
             raise _fail("SliceLayout", "parent", self.parent, "must be a distributed layout spec "
                         "(BlockedLayout, AMDMFMALayout, AMDWMMALayout, NVMMADistributedLayout, SliceLayout, …)")
         if not _is_int(self.dim) or not 0 <= self.dim < self.parent.rank:
@@ -119,9 +129,9 @@ class SliceLayout(_Distributed):
     def rank(self) -> int:
         return self.parent.rank - 1
 
-    def _ll(self, shape: tuple[int, ...]) -> _LL:
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
         pshape = (*shape[:self.dim], 1, *shape[self.dim:])
-        p = self.parent._ll(pshape).drop_out(f"dim{self.dim}")
+        p = self.parent._ll(pshape, ver).drop_out(f"dim{self.dim}")
         rename = {f"dim{i}": f"dim{i - (i > self.dim)}" for i in range(self.parent.rank) if i != self.dim}
         bases = {k: [{rename[o]: x for o, x in v.items()} for v in vs] for k, vs in p.bases.items()}
         return _LL(bases, {rename[o]: s for o, s in p.outs.items()}).without_zero_registers()
@@ -197,7 +207,7 @@ class AMDMFMALayout(_Distributed):
              * _LL.identity(64 // lanes_across, "lane", along) * _LL.identity(tiles, "register", along))
         return _LL(t.bases, {dn: t.outs[dn], dm: t.outs[dm]})
 
-    def _ll(self, shape: tuple[int, ...]) -> _LL:
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
         m, n = self.instr_shape[:2]
         if (m, n) == (64, 4) and not self.transposed:
             # As in Triton: the spec may parent dot operands, but its result layout does not exist.
@@ -235,15 +245,18 @@ class AMDWMMALayout(_Distributed):
 
     version: int
     transposed: bool
-    warps_per_cta: tuple[int, ...] | None
+    warps_per_cta: tuple[int, ...] | None = None
     instr_shape: tuple[int, ...] | None = None
     tiles_per_warp: tuple[int, ...] | None = None
     warp_bases: tuple[tuple[int, ...], ...] | None = None
     reg_bases: tuple[tuple[int, ...], ...] | None = None
     cga_layout: tuple[tuple[int, ...], ...] = ()
+    rank: int | None = None  # type: ignore[assignment]  # Triton 3.9's keyword; the property elsewhere
+    triton_version: str | None = None
 
     def __post_init__(self) -> None:
         cls = "AMDWMMALayout"
+        object.__setattr__(self, "triton_version", _version(cls, self.triton_version))
         if not _is_int(self.version) or self.version not in _WMMA_SHAPES:
             raise _fail(cls, "version", self.version, "versions are 1 (RDNA3: gfx11), 2 (RDNA4: gfx12), 3 (gfx1250)")
         object.__setattr__(self, "transposed", _bool(cls, "transposed", self.transposed))
@@ -261,6 +274,8 @@ class AMDWMMALayout(_Distributed):
             if len(warps) not in (2, 3):
                 raise _fail(cls, "warps_per_cta", self.warps_per_cta, _RANK23)
             r = len(warps)
+            if self.rank is not None and self.rank != r:
+                raise _fail(cls, "rank", self.rank, f"must equal the length of warps_per_cta ({r})")
             tiles = (1,) * r if self.tiles_per_warp is None else _ints(cls, "tiles_per_warp", self.tiles_per_warp,
                                                                       rank=r)
             # Last dim fastest, in instruction tiles: the convention of Triton's own AMD helpers.
@@ -272,8 +287,13 @@ class AMDWMMALayout(_Distributed):
             if self.warps_per_cta is not None or self.tiles_per_warp is not None:
                 raise _fail(cls, "warp_bases", self.warp_bases, "give warps_per_cta/tiles_per_warp or "
                             "warp_bases/reg_bases, not both")
-            first = next(iter([*(self.warp_bases or ()), *(self.reg_bases or ())]), (0, 0))
-            r = len(first) if isinstance(first, Sequence) and len(first) in (2, 3) else 2
+            if self.triton_version == "3.6":
+                raise _fail(cls, "warp_bases", self.warp_bases, "is Triton 3.9's spelling; Triton 3.6 takes "
+                            "warps_per_cta and tiles_per_warp")
+            # Triton 3.9: rank= (default 2) is the bases' length, checked, never inferred from them
+            r = 2 if self.rank is None else self.rank
+            if not _is_int(r) or r not in (2, 3):
+                raise _fail(cls, "rank", self.rank, "must be 2 ([M, N]) or 3 ([batch, M, N])")
             warp = _tile_bases(cls, "warp_bases", self.warp_bases or (), r)
             reg = _tile_bases(cls, "reg_bases", self.reg_bases or (), r)
             _tile_grid(cls, reg, warp)
@@ -284,6 +304,7 @@ class AMDWMMALayout(_Distributed):
         object.__setattr__(self, "warp_bases", tuple(warp))
         object.__setattr__(self, "reg_bases", tuple(reg))
         object.__setattr__(self, "cga_layout", _cga(cls, self.cga_layout, r))
+        object.__setattr__(self, "rank", r)
 
     wave_size = 32
 
@@ -305,9 +326,28 @@ class AMDWMMALayout(_Distributed):
             t = _LL.identity(8, "register", along) * lanes * _LL.identity(2, "lane", along)
         return _LL(t.bases, {dn: t.outs[dn], dm: t.outs[dm], **({"dim0": 1} if self.rank == 3 else {})})
 
-    def _ll(self, shape: tuple[int, ...]) -> _LL:
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
+        if ver == "3.6":
+            m, n = shape[-2:]
+            if not all(s == 1 or s >= 16 for s in (m, n)):
+                raise _fail("AMDWMMALayout", "tensor shape", list(shape), "Triton 3.6 needs M and N each 1 or at "
+                            "least the instruction's 16 (its \"Unexpected shape\" assertion)")
+            return self._ll36(shape).fit(_dims(shape), self.cga_layout)
         tiled = _tiled(self._tile(), (1,) * (self.rank - 2) + self.instr_shape[:2], self.reg_bases, self.warp_bases)
         return tiled.fit(_dims(shape), self.cga_layout)
+
+    def _ll36(self, shape: tuple[int, ...]) -> _LL:
+        """Triton 3.6's order (as for MFMA): the tile, N tiles, N warps, N repeats, then M tiles and M warps;
+        3.9 puts all tiles (``reg_bases``) before any repeat."""
+        r = self.rank
+        dm, dn = f"dim{r - 2}", f"dim{r - 1}"
+        (tm, tn), (wm, wn) = self.tiles_per_warp[-2:], self.warps_per_cta[-2:]
+        ll = (self._tile() * _LL.identity(tn, "register", dn) * _LL.identity(wn, "warp", dn)
+              * _LL.identity(shape[-1] // (16 * wn * tn), "register", dn)
+              * _LL.identity(tm, "register", dm) * _LL.identity(wm, "warp", dm))
+        if r == 3:
+            ll = ll * _LL.identity(self.warps_per_cta[0], "warp", "dim0")
+        return ll
 
 
 def _tiled(tile: _LL, mn: Sequence[int], reg: Sequence[Sequence[int]], warp: Sequence[Sequence[int]]) -> _LL:
@@ -363,7 +403,8 @@ class NVMMADistributedLayout(_Distributed):
         object.__setattr__(self, "version", ver)
         warps = _ints(cls, "warps_per_cta", self.warps_per_cta)
         if len(warps) not in ((2, 3) if ver[0] == 2 else (2,)):
-            raise _fail(cls, "warps_per_cta", self.warps_per_cta, _RANK23 if ver[0] == 2 else _RANK2)
+            raise _fail(cls, "warps_per_cta", self.warps_per_cta, _RANK23 if ver[0] == 2 else
+                        "must have 2 entries: a batched (rank 3) Hopper layout is not modelled by tilesim")
         object.__setattr__(self, "warps_per_cta", warps)
         shp = _ints(cls, "instr_shape", self.instr_shape)
         sizes = (len(warps),) if ver[0] == 2 else (2, 3)
@@ -384,7 +425,7 @@ class NVMMADistributedLayout(_Distributed):
             return _family_targets("sm90")
         return feature_targets("mma_sync")
 
-    def _ll(self, shape: tuple[int, ...]) -> _LL:
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
         r = self.rank
         m, n = self.instr_shape[r - 2:r] if self.version[0] == 2 else self.instr_shape[:2]
         tile = _nv_tile(m, n, 2, f"dim{r - 1}", f"dim{r - 2}") * _warps(self.warps_per_cta, order=self.warp_order)
@@ -441,7 +482,7 @@ class DotOperandLayout(_Distributed):
     def rank(self) -> int:
         return self.parent.rank
 
-    def _ll(self, shape: tuple[int, ...]) -> _LL:
+    def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
         p, kw, a, r = self.parent, self.k_width, self.operand_index == 0, self.parent.rank
         kd, nd = (r - 1, r - 2) if a else (r - 2, r - 1)  # K dim, non-K dim (-1 for a rank-1 blocked A)
         k, nk = f"dim{kd}", f"dim{nd}"
@@ -463,6 +504,14 @@ class DotOperandLayout(_Distributed):
             fit_order = {k: 1, nk: 1, **({"dim0": 1} if r == 3 else {})}  # K, non-K, batch
             ll = (_LL(outs=fit_order) * _LL.identity(kw, "register", k)
                   * _LL.identity(16, "lane", nk) * second * _LL.identity(k_regs, "register", k))
+            if ver == "3.6" and p.version == 3 and kw not in (2, 8, 16):
+                raise _fail("DotOperandLayout", "k_width", kw, "must be 2, 8 or 16 for an AMDWMMALayout version 3 "
+                            "(gfx1250) parent in Triton 3.6")
+            if ver == "3.6":
+                # Triton 3.6 numbers the repeats along K before the parent's tiles_per_warp repeats (3.9:
+                # after them), in K steps of k_width x 2 half-waves x the registers for the instruction's
+                # K (RDNA3 too, as if its half-waves split K)
+                ll = ll * _LL.identity(max(shape[kd] // (kw * 2 * max(k_regs, 1)), 1), "register", k)
             # The parent's repeats and warps along the other operand's dim hold the same data here.
             reg = [u for v in p.reg_bases if any(u := tuple(0 if d == kd else x for d, x in enumerate(v)))]
             warp = [tuple(0 if d == kd else x for d, x in enumerate(v)) for v in p.warp_bases]
@@ -479,7 +528,8 @@ class DotOperandLayout(_Distributed):
                     piece = _LL.zeros if (ind != "register" and d == kd) else _LL.identity
                     ll = ll * piece(sz[d], ind, f"dim{d}")
         grid = p.cga_layout
-        if not isinstance(p, AMDMFMALayout):  # every CTA holds the whole K extent: K block bases broadcast
+        if not isinstance(p, AMDMFMALayout) and not (ver == "3.6" and isinstance(p, AMDWMMALayout)):
+            # every CTA holds the whole K extent: K block bases broadcast (Triton 3.6 split K for WMMA)
             grid = tuple(tuple(0 if d == kd else x for d, x in enumerate(v)) for v in grid)
         return ll.fit(_dims(shape), grid)
 
@@ -493,4 +543,4 @@ def _register(*classes: type) -> None:
 
 
 _register(DistributedLinearLayout, BlockedLayout, SliceLayout, AMDMFMALayout, AMDWMMALayout, NVMMADistributedLayout,
-          DotOperandLayout, SwizzledSharedLayout, PaddedSharedLayout)
+          DotOperandLayout, SwizzledSharedLayout, PaddedSharedLayout, NVMMASharedLayout, SharedLinearLayout)

@@ -1,7 +1,10 @@
-"""Gluon's shared-memory layouts: ``SwizzledSharedLayout`` and ``PaddedSharedLayout``.
+"""Gluon's shared-memory layouts: ``SwizzledSharedLayout``, ``NVMMASharedLayout``, ``SharedLinearLayout``
+and ``PaddedSharedLayout``.
 
 ``to_layout(shape)`` maps input ``offset`` (an element's index in shared memory, padding not
-counted) to the logical element ``dim0, dim1, …``.
+counted) — and ``block`` (the CTA) when the layout spreads over several CTAs — to the logical
+element ``dim0, dim1, …``; ``shared_bases(shape)`` gives the same as plain lists, in Triton's
+order (``{"offset": [...], "block": [...]}``, what Triton's ``to_linear_layout`` prints).
 """
 
 from __future__ import annotations
@@ -10,10 +13,21 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tilesim.frameworks._gluon_common import _dims, _fail, _ints, _is_int, _order, _shape, _vectors
+from tilesim.frameworks._gluon_common import (
+    _LL,
+    _cga,
+    _dims,
+    _fail,
+    _ints,
+    _is_int,
+    _order,
+    _shape,
+    _vectors,
+    _version,
+)
 from tilesim.layouts.layout import Layout
 
-__all__ = ["PaddedSharedLayout", "SwizzledSharedLayout"]
+__all__ = ["NVMMASharedLayout", "PaddedSharedLayout", "SharedLinearLayout", "SwizzledSharedLayout"]
 
 
 def _f2_rank(bases: Sequence[Sequence[int]], shape: Sequence[int]) -> int:
@@ -38,12 +52,49 @@ def _f2_rank(bases: Sequence[Sequence[int]], shape: Sequence[int]) -> int:
     return rank
 
 
-def _shared_layout(bases: Sequence[Sequence[int]], shape: tuple[int, ...]) -> Layout:
-    return Layout.from_bases({"offset": 1 << len(bases)}, _dims(shape), {"offset": [tuple(v) for v in bases]})
+def _shared_layout(bases: Sequence[Sequence[int]], shape: tuple[int, ...],
+                   block: Sequence[Sequence[int]] = ()) -> Layout:
+    ind = {"offset": 1 << len(bases), **({"block": 1 << len(block)} if block else {})}
+    vecs = {"offset": [tuple(v) for v in bases], **({"block": [tuple(v) for v in block]} if block else {})}
+    return Layout.from_bases(ind, _dims(shape), vecs)
+
+
+def _grid(cga: Sequence[Sequence[int]], shape: tuple[int, ...]) -> tuple[list[list[int]], tuple[int, ...]]:
+    """Triton's split of ``shape`` between the CTA grid and one CTA (``combineCtaCgaWithShape``): the
+    grid's block bases (in elements; bases beyond the tensor become zero, i.e. broadcast CTAs) and
+    the shape one CTA holds."""
+    if not cga:
+        return [], shape
+    grid = _LL({"block": [{f"dim{d}": x for d, x in enumerate(v) if x} for v in cga]},
+               {f"dim{d}": 1 << max((v[d].bit_length() for v in cga), default=0) for d in range(len(shape))})
+    grid = grid.not_larger(_dims(shape))
+    cta = tuple(max(1, s // grid.outs[f"dim{d}"]) for d, s in enumerate(shape))
+    block = [[v.get(f"dim{d}", 0) * cta[d] for d in range(len(shape))] for v in grid.bases["block"]]
+    return block, cta
+
+
+class _Shared:
+    """Shared behaviour: ``to_layout`` and ``shared_bases`` from ``_offsets(cta_shape)`` and the CTA grid."""
+
+    def _cga_bases(self) -> tuple[tuple[int, ...], ...]:
+        return self.cga_layout  # type: ignore[attr-defined]
+
+    def shared_bases(self, shape: Sequence[int], triton_version: str | None = None) -> dict[str, list[list[int]]]:
+        _version(type(self).__name__, triton_version)  # shared layouts: one numbering (checked against 3.9)
+        shp = _shape(type(self).__name__, shape, self.rank)  # type: ignore[attr-defined]
+        block, cta = _grid(self._cga_bases(), shp)
+        return {"offset": [list(v) for v in self._offsets(cta)], "block": block}
+
+    def to_layout(self, shape: Sequence[int], triton_version: str | None = None) -> Layout:
+        b = self.shared_bases(shape, triton_version)
+        return _shared_layout(b["offset"], tuple(shape), b["block"])
+
+    def _offsets(self, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:  # pragma: no cover
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class SwizzledSharedLayout:
+class SwizzledSharedLayout(_Shared):
     """Shared memory with XOR swizzling: row ``r`` (along ``order[1]``) of the fastest dim ``order[0]``
     is stored with its columns XORed by ``((r // per_phase) % max_phase) * vec``.
 
@@ -57,6 +108,7 @@ class SwizzledSharedLayout:
     per_phase: int
     max_phase: int
     order: tuple[int, ...]
+    cga_layout: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         cls = "SwizzledSharedLayout"
@@ -66,14 +118,18 @@ class SwizzledSharedLayout:
         if isinstance(self.order, (str, bytes)) or not isinstance(self.order, Sequence) or not self.order:
             raise _fail(cls, "order", self.order, "must be a non-empty permutation of the dims")
         object.__setattr__(self, "order", _order(cls, self.order, len(self.order)))
+        object.__setattr__(self, "cga_layout", _cga(cls, self.cga_layout, len(self.order)))
 
     @property
     def rank(self) -> int:
         return len(self.order)
 
     def offset_bases(self, shape: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-        """Image of each offset bit: the fastest dim's columns, then swizzled rows, then the other dims."""
-        shp = _shape("SwizzledSharedLayout", shape, self.rank)
+        """Image of each offset bit in one CTA's share of ``shape``: the fastest dim's columns, then
+        swizzled rows, then the other dims."""
+        return tuple(tuple(v) for v in self.shared_bases(shape)["offset"])
+
+    def _offsets(self, shp: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         rank = self.rank
         out: list[tuple[int, ...]] = []
 
@@ -96,9 +152,6 @@ class SwizzledSharedLayout:
             for d in self.order[2:]:
                 out.extend(unit(d, 1 << i) for i in range(shp[d].bit_length() - 1))
         return tuple(out)
-
-    def to_layout(self, shape: Sequence[int]) -> Layout:
-        return _shared_layout(self.offset_bases(shape), tuple(shape))
 
 
 @dataclass(frozen=True)
@@ -160,8 +213,147 @@ class PaddedSharedLayout:
         """Where unpadded element ``offset`` sits in memory, counting the inserted padding."""
         return offset + sum((offset // iv) * pad for iv, pad in self.interval_padding_pairs)
 
-    def to_layout(self, shape: Sequence[int] | None = None) -> Layout:
+    def to_layout(self, shape: Sequence[int] | None = None, triton_version: str | None = None) -> Layout:
+        _version("PaddedSharedLayout", triton_version)
         if shape is not None and tuple(shape) != self.shape:
             raise _fail("PaddedSharedLayout", "tensor shape", list(shape),
                         f"the layout is for shape {list(self.shape)}")
         return _shared_layout(self.offset_bases, self.shape)
+
+
+# --------------------------------------------------------------------------- NVMMA shared
+_SWIZZLES = (0, 32, 64, 128)
+
+
+@dataclass(frozen=True)
+class NVMMASharedLayout(_Shared):
+    """Shared memory as NVIDIA's TMA and wgmma read it: rows of ``swizzle_byte_width`` bytes whose
+    16-byte chunks are XOR-swizzled by the row (the 32/64/128-byte swizzle modes; 0 = none).
+
+    A swizzle tile is 8 rows of ``8 * swizzle_byte_width / element_bitwidth`` elements along the
+    contiguous dim (the last dim; with ``transposed`` the first of the two, dim0 for rank 2). In
+    a tile, chunk ``c`` of row ``r`` is stored at chunk ``c ^ ((r // per_phase) % max_phase)``
+    with ``per_phase = 128 / swizzle`` and ``max_phase = swizzle / 16``. Offsets walk one tile's
+    columns, its 8 rows, the rest of the rows, the outer dims, then the next tile to the right.
+
+    Not modelled (a typed refusal, never a guess): ``fp4_padded`` and ``transposed`` at rank 3 or more.
+    """
+
+    swizzle_byte_width: int
+    element_bitwidth: int
+    rank: int = 2
+    transposed: bool = False
+    fp4_padded: bool = False
+    cga_layout: tuple[tuple[int, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        cls = "NVMMASharedLayout"
+        if not _is_int(self.swizzle_byte_width) or self.swizzle_byte_width not in _SWIZZLES:
+            raise _fail(cls, "swizzle_byte_width", self.swizzle_byte_width, "must be 0, 32, 64 or 128 (bytes)")
+        if not _is_int(self.element_bitwidth) or self.element_bitwidth not in (8, 16, 32, 64):
+            raise _fail(cls, "element_bitwidth", self.element_bitwidth, "must be 8, 16, 32 or 64")
+        if not _is_int(self.rank) or self.rank < 1:
+            raise _fail(cls, "rank", self.rank, "must be a positive integer (the tensor's rank)")
+        for what in ("transposed", "fp4_padded"):
+            if not isinstance(getattr(self, what), bool):
+                raise _fail(cls, what, getattr(self, what), "must be True or False")
+        if self.fp4_padded and (self.swizzle_byte_width != 128 or self.element_bitwidth != 8):
+            raise _fail(cls, "fp4_padded", True, "needs swizzle_byte_width=128 and element_bitwidth=8 (as in Triton)")
+        object.__setattr__(self, "cga_layout", _cga(cls, self.cga_layout, self.rank))
+
+    def _offsets(self, shp: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+        cls = "NVMMASharedLayout"
+        if self.fp4_padded:
+            raise _fail(cls, "fp4_padded", True, "is not modelled by tilesim (packed fp4 with padding); "
+                        "refused rather than guessed")
+        rank = self.rank
+        if self.transposed and rank != 2:
+            raise _fail(cls, "transposed", True, f"at rank {rank} is not modelled by tilesim (only rank 2); "
+                        "refused rather than guessed")
+        if rank == 1:
+            col, row = 0, None
+        else:
+            col, row = (0, 1) if self.transposed else (rank - 1, rank - 2)
+        sw = self.swizzle_byte_width
+        tile_cols = shp[col] if sw == 0 else 8 * sw // self.element_bitwidth
+        if sw and (shp[col] < tile_cols or row is None or shp[row] < 8):
+            raise _fail(cls, "tensor shape", list(shp), f"one CTA's share must hold a whole swizzle tile: 8 rows of "
+                        f"{tile_cols} elements along dim{col} (Triton: \"Illegal shared layout\")")
+
+        def unit(d: int, x: int, extra: int = 0) -> tuple[int, ...]:
+            return tuple(x if i == d else (extra if i == col else 0) for i in range(rank))
+
+        log = [int(s).bit_length() - 1 for s in shp]
+        tc = tile_cols.bit_length() - 1
+        out = [unit(col, 1 << i) for i in range(tc)]
+        if row is not None:
+            vec, per_phase, max_phase = 128 // self.element_bitwidth, 128 // max(sw, 1), sw // 16
+            for i in range(log[row]):
+                r = 1 << i
+                out.append(unit(row, r, vec * ((r // per_phase) % max_phase) if sw and i < 3 else 0))
+            for d in range(rank - 1, -1, -1):
+                if d not in (col, row):
+                    out += [unit(d, 1 << i) for i in range(log[d])]
+        out += [unit(col, 1 << i) for i in range(tc, log[col])]
+        return tuple(out)
+
+
+# --------------------------------------------------------------------------- shared linear
+@dataclass(frozen=True)
+class SharedLinearLayout(_Shared):
+    """Explicit shared-memory bases: ``offset_bases[b]`` is the element that offset bit ``b`` alone
+    reaches (XOR of bases for several bits); ``block_bases`` likewise for the CTA. The tensor shape
+    is implied (each dim up to the next power of two above its largest basis entry), and the
+    bases must reach every element of it. ``alignment`` (bytes) is carried, not used in the map."""
+
+    offset_bases: tuple[tuple[int, ...], ...]
+    block_bases: tuple[tuple[int, ...], ...] = ()
+    alignment: int = 16
+
+    def __post_init__(self) -> None:
+        cls = "SharedLinearLayout"
+        raw = self.offset_bases
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
+            raise _fail(cls, "offset_bases", raw, "must be a non-empty list of bases")
+        first = raw[0]
+        rank = len(first) if isinstance(first, Sequence) and not isinstance(first, (str, bytes)) else 0
+        if not rank:
+            raise _fail(cls, "offset_bases", raw, "each basis must list one coordinate per dim")
+        big = (1 << 30,) * rank
+        offs = _vectors(cls, "offset_bases", raw, big)
+        block = _vectors(cls, "block_bases", self.block_bases, big)
+        if not _is_int(self.alignment) or self.alignment < 1:
+            raise _fail(cls, "alignment", self.alignment, "must be a positive integer (bytes)")
+        object.__setattr__(self, "offset_bases", offs)
+        object.__setattr__(self, "block_bases", block)
+        shape = self.shape
+        nonzero = [v for v in offs + block if any(v)]
+        if _f2_rank(nonzero, shape) < len(nonzero):
+            raise _fail(cls, "offset_bases", [list(v) for v in offs], f"with block_bases {[list(v) for v in block]}: "
+                        "two offsets would share an element (Triton: \"After removing the zero bases the layout must "
+                        "be bijective\")")
+        if _f2_rank(offs + block, shape) < sum(s.bit_length() - 1 for s in shape):
+            raise _fail(cls, "offset_bases", [list(v) for v in offs], f"with block_bases {[list(v) for v in block]} "
+                        f"do not reach every element of their shape {list(shape)} (Triton: \"Layout is expected to "
+                        "be surjective\")")
+
+    @property
+    def rank(self) -> int:
+        return len(self.offset_bases[0])
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Each dim up to the next power of two above its largest basis entry (Triton's inferred size)."""
+        vecs = self.offset_bases + self.block_bases
+        return tuple(1 << max((v[d].bit_length() for v in vecs), default=0) for d in range(self.rank))
+
+    def shared_bases(self, shape: Sequence[int] | None = None,
+                     triton_version: str | None = None) -> dict[str, list[list[int]]]:
+        _version("SharedLinearLayout", triton_version)
+        if shape is not None and tuple(shape) != self.shape:
+            raise _fail("SharedLinearLayout", "tensor shape", list(shape), f"the bases describe shape {list(self.shape)}")
+        return {"offset": [list(v) for v in self.offset_bases], "block": [list(v) for v in self.block_bases]}
+
+    def to_layout(self, shape: Sequence[int] | None = None, triton_version: str | None = None) -> Layout:
+        b = self.shared_bases(shape, triton_version)
+        return _shared_layout(b["offset"], self.shape, b["block"])
