@@ -399,8 +399,12 @@ def run_queries(queries: list[tuple[str, dict, list[int]]]) -> list[dict]:
     builder = gluon_ir.GluonOpBuilder(ctx)
     f32 = builder.get_float_ty()
     answers: list[dict] = []
+    shown = 0
     while len(answers) < len(queries):
         start = len(answers)
+        if start - shown >= 2000 and sys.stderr.isatty():  # progress on a terminal only
+            print(f"  {start}/{len(queries)} queries", file=sys.stderr, flush=True)
+            shown = start
         r, w = os.pipe()
         err = tempfile.TemporaryFile()
         pid = os.fork()

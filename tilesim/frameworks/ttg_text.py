@@ -190,9 +190,10 @@ class _Fields:
             raise TtgParseError(f"#ttg.{self.name} at position {self.at}: missing key {key!r}", self.name, self.at)
         return default
 
-    def done(self, valid: tuple[str, ...]) -> None:
-        if self.vals:
-            k = next(iter(self.vals))
+    def done(self, valid: tuple[str, ...], unknown_only: bool = False) -> None:
+        left = [k for k in self.vals if not unknown_only or k not in valid]
+        if left:
+            k = left[0]
             raise TtgParseError(f"#ttg.{self.name}: unknown key {k!r} at position {self.pos[k]}; valid: "
                                 f"{choices(list(valid))}", k, self.pos[k])
 
@@ -204,6 +205,7 @@ def _as_spec(a: _Attr, rank: int | None, shape: tuple[int, ...] | None = None) -
         raise TtgParseError(f"unknown Triton layout #ttg.{a.name} at position {a.pos}; valid: "
                             f"{choices(['#ttg.' + n for n in _BUILDERS])}", "#ttg." + a.name, a.pos)
     keys, fn = build
+    f.done(keys, unknown_only=True)  # an unknown key is named before anything is built
     spec = fn(f, rank, shape)
     f.done(keys)
     return spec
@@ -212,7 +214,8 @@ def _as_spec(a: _Attr, rank: int | None, shape: tuple[int, ...] | None = None) -
 def _parent(f: _Fields, rank: int | None, shape: tuple[int, ...] | None = None) -> Any:
     p = f.get("parent")
     if not isinstance(p, _Attr):
-        raise TtgParseError(f"#ttg.{f.name}: parent must be a #ttg layout", "parent", f.pos.get("parent", f.at))
+        at = f.pos.get("parent", f.at)
+        raise TtgParseError(f"#ttg.{f.name}: parent at position {at} must be a #ttg layout, got {p!r}"[:300], "parent", at)
     return _as_spec(p, rank, shape)
 
 
