@@ -13,11 +13,16 @@ from tilesim.frameworks.gluon import (
     DistributedLinearLayout,
     DotOperandLayout,
     NVMMADistributedLayout,
+    NVMMASharedLayout,
     PaddedSharedLayout,
+    SharedLinearLayout,
     SliceLayout,
     SwizzledSharedLayout,
 )
+from tilesim.frameworks.gluon_picture import owners as layout_owners
+from tilesim.frameworks.gluon_picture import svg as layout_svg
 from tilesim.frameworks.index_maps import IndexMapReport, check_index_maps, from_index_maps
+from tilesim.frameworks.ttg_text import TtgParseError, parse_ttg
 from tilesim.frameworks.verdict import LayoutCheck
 
 __all__ = [
@@ -29,11 +34,17 @@ __all__ = [
     "IndexMapReport",
     "LayoutCheck",
     "NVMMADistributedLayout",
+    "NVMMASharedLayout",
     "PaddedSharedLayout",
+    "SharedLinearLayout",
     "SliceLayout",
     "SwizzledSharedLayout",
+    "TtgParseError",
     "check_index_maps",
     "check_layout",
     "from_index_maps",
+    "layout_owners",
+    "layout_svg",
     "parse_spec",
+    "parse_ttg",
 ]
