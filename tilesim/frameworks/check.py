@@ -282,12 +282,13 @@ def _tile(lay: Layout, rows: int, cols: int, transposed: bool) -> Layout:
 
 
 def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str | None = None,
-                 dtype: str = "f16", shape: Any = None) -> LayoutCheck:
+                 dtype: str = "f16", shape: Any = None, triton_version: str | None = None) -> LayoutCheck:
     """Does ``spec``, as ``operand`` of one instruction on ``arch``, hold what the instruction reads/writes?
 
     ``operand`` defaults to the spec's own (A/B for a ``DotOperandLayout``, else C); ``instr`` defaults
     to the instruction the spec's kind, ``instr_shape`` and ``dtype`` (the A/B element type) name.
     ``shape`` is the tensor shape to lay out (default: one instruction tile); its corner is compared.
+    ``triton_version`` ("3.6" or "3.9") picks whose register numbering to use where they differ.
     Raises ``TilesimError`` on bad input; a layout that does not fit is an answer, not an error.
     """
     target = get_target(arch)
@@ -348,7 +349,9 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
     if shape is None:
         shape = (cols_, rows_) if transposed else (rows_, cols_)
     if cls == "DistributedLinearLayout":  # for its own shape; its corner is compared
-        full = obj.to_layout(tuple(obj.shape))
+        full = obj.to_layout(tuple(obj.shape), triton_version)
+    elif hasattr(obj, "to_linear"):
+        full = obj.to_layout(shape, triton_version)
     else:
         full = obj.to_layout(shape) if hasattr(obj, "to_layout") else _as_layout(obj)
     if not isinstance(full, Layout):
