@@ -74,3 +74,29 @@ def test_pictures_refuse_what_they_cannot_draw() -> None:
         owners(BlockedLayout([1, 4], [8, 4], [1, 1], [1, 0]), [256, 256])
     with pytest.raises(LayoutError, match="not a Gluon layout"):
         owners(object(), [4, 4])
+
+
+def test_cli_writes_the_picture_with_or_without_a_check(tmp_path, capsys) -> None:
+    from tilesim.cli import main
+
+    out = tmp_path / "c.svg"
+    mfma = ("tensor<32x32xf16, #ttg.amd_mfma<{version = 3, warpsPerCTA = [1, 1], instrShape = [32, 32, 8], "
+            "isTransposed = false}>>")
+    assert main(["check-layout", mfma, "--arch", "gfx942", "--picture", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("MATCH") and len(_titles(out.read_text())) == 32 * 32
+    # a layout that names no instruction: the picture alone, at --shape
+    blocked = tmp_path / "b.svg"
+    assert main(["check-layout", "BlockedLayout([1, 4], [8, 4], [1, 1], [1, 0])", "--picture", str(blocked),
+                 "--shape", "8,16"]) == 0
+    assert _titles(blocked.read_text())["dim0=2, dim1=13"] == "warp 0, lane 11, register 1"
+    dot = "DotOperandLayout(0, AMDWMMALayout(2, False, [2, 2], [16, 16, 16], [2, 2]), 8)"
+    for argv, code in ((["check-layout", "BlockedLayout([1], [32], [1], [0])"], 2),  # neither --arch nor --picture
+                       (["check-layout", dot, "--arch", "gfx1201", "--shape", "64,64"], 2),  # 3.6 or 3.9?
+                       (["check-layout", dot, "--arch", "gfx1201", "--shape", "6x4"], 2),
+                       (["check-layout", dot, "--arch", "gfx1201", "--shape", "64,64", "--triton-version", "3.6"], 0)):
+        assert main(argv) == code, argv
+        captured = capsys.readouterr()
+        if code == 2:
+            assert captured.err.startswith("tilesim: error:") and captured.err.count("\n") == 1
+    assert main(["check-layout", dot, "--arch", "gfx1201", "--shape", "64,64"]) == 2
+    assert "--triton-version" in capsys.readouterr().err

@@ -183,11 +183,40 @@ def _layout_query(args: argparse.Namespace, lay: object) -> str:
 
 
 def cmd_check_layout(args: argparse.Namespace) -> tuple[str, int]:
+    from tilesim.cli.parser import UsageError
     from tilesim.frameworks.check import check_layout
 
-    res = check_layout(args.spec, args.arch, operand=args.operand, instr=args.instr, dtype=args.dtype)
-    out = json.dumps(res.to_dict(), indent=1) if args.format == "json" else str(res)
-    return out, 0 if res.ok else 1
+    shape = None
+    if args.shape is not None:
+        try:
+            shape = tuple(int(x) for x in args.shape.split(","))
+        except ValueError:
+            raise UsageError(f"--shape {args.shape!r}: expected sizes like 64,64") from None
+    wrote = _layout_picture(args, shape) if args.picture else None
+    if args.arch is None:
+        if wrote is None:
+            raise UsageError("check-layout needs --arch (or --picture OUT.svg for the picture alone)")
+        return f"wrote {wrote}", 0
+    res = check_layout(args.spec, args.arch, operand=args.operand, instr=args.instr, dtype=args.dtype, shape=shape,
+                       triton_version=args.triton_version)
+    if args.format == "json":
+        return json.dumps({**res.to_dict(), **({"picture": wrote} if wrote else {})}, indent=1), 0 if res.ok else 1
+    return str(res) + (f"\n  picture: {wrote}" if wrote else ""), 0 if res.ok else 1
+
+
+def _layout_picture(args: argparse.Namespace, shape: tuple[int, ...] | None) -> str:
+    """Write the thread-value picture of ``args.spec`` to ``args.picture``; the path written."""
+    from tilesim.files import write_output
+    from tilesim.frameworks.check import parse_spec
+    from tilesim.frameworks.gluon_picture import svg
+    from tilesim.frameworks.ttg_text import looks_like_ttg, parse_ttg
+
+    spec = parse_spec(args.spec)
+    if shape is None:
+        printed = parse_ttg(args.spec).shape if isinstance(args.spec, str) and looks_like_ttg(args.spec) else None
+        shape = printed or getattr(spec, "shape", None) or (16,) * getattr(spec, "rank", 2)
+    write_output(args.picture, svg(spec, shape, triton_version=args.triton_version), "--picture")
+    return str(args.picture)
 
 
 def cmd_gallery(args: argparse.Namespace) -> str:

@@ -184,18 +184,27 @@ def build_parser() -> argparse.ArgumentParser:
     cl = sub.add_parser("check-layout", help="check a Gluon/Triton layout against an instruction's operand layout",
                         description="Say whether SPEC, a Gluon/Triton layout (a constructor string such as "
                         "\"AMDMFMALayout(version=3, instr_shape=[32,32,8], transposed=False, warps_per_cta=[1,1])\", "
+                        "a layout as Triton prints it, \"#ttg.amd_mfma<{...}>\" or \"tensor<64x64xf16, #ttg...>\", "
                         "or a .json file), used as an mma operand or result, holds what the instruction reads or "
                         "writes on ARCH: warp 0's registers for one instruction tile, lane by lane. Prints the "
                         "first differing lane/VGPR and the pattern. Exit 0 on a match, 1 on a mismatch or "
                         "rejection, 2 on a usage error.")
     cl.add_argument("spec", metavar="SPEC")
-    cl.add_argument("--arch", required=True, help="target, e.g. gfx942, gfx1100, gfx1201")
+    cl.add_argument("--arch", default=None, help="target, e.g. gfx942, gfx1100, gfx1201 (required unless only "
+                    "--picture is wanted)")
     cl.add_argument("--operand", choices=("A", "B", "C", "D"), default=None,
                     help="operand the layout is used as (default: A/B from a DotOperandLayout, else C)")
     cl.add_argument("--instr", default=None, help="instruction (default: from the layout's kind, instr_shape "
                     "and --dtype)")
     cl.add_argument("--dtype", default="f16", help="A/B element type used to pick the instruction (default f16)")
     cl.add_argument("--format", choices=("text", "json"), default="text")
+    cl.add_argument("--picture", metavar="OUT.svg", default=None,
+                    help="also write the layout's thread-value picture (warp, lane, register per element) as SVG")
+    cl.add_argument("--shape", default=None, metavar="D0,D1[,D2]",
+                    help="tensor shape to lay out (default: one instruction tile; for --picture alone, the "
+                    "printed type's shape or 16,16)")
+    cl.add_argument("--triton-version", choices=("3.6", "3.9"), default=None,
+                    help="whose register numbering to use where Triton 3.6 and 3.9 differ (WMMA tiles_per_warp)")
 
     gl = sub.add_parser("gallery", help="write a static HTML gallery of every instruction's layouts")
     gl.add_argument("outdir")

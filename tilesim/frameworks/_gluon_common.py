@@ -365,7 +365,8 @@ class _Distributed:
                 same, why = False, f"disagree (3.6 refuses it: {e})"
             if not same:
                 raise LayoutError(f"{cls}: Triton 3.6 and 3.9 {why} for shape {list(shp)}; say which with "
-                                  "to_linear(shape, triton_version='3.6' or '3.9') or the spec's triton_version"[:400])
+                                  "to_linear(shape, triton_version='3.6' or '3.9'), the spec's triton_version or, "
+                                  "on the command line, --triton-version"[:400])
         # checked here too, so the error names the class the user wrote, not DistributedLinearLayout
         names = [f"dim{i}" for i in range(len(shp))]
         _permutation(type(self).__name__, {k: [[v.get(n, 0) for n in names] for v in vs] for k, vs in ll.bases.items()},
