@@ -37,6 +37,7 @@ from tilesim.frameworks.ttg_text import parse_ttg
 GOLDEN = Path(os.environ.get("TILESIM_SWEEP_DIR") or Path(__file__).resolve().parent.parent / "tests" / "golden" / "triton_layouts")
 VERSIONS = ("3.9", "3.6")
 REFUSAL = "not modelled by tilesim"
+REFUSAL_KINDS = ("fp4_padded", "transposed True: at rank", "Hopper layout", "rank-2 instr_shape", "explicit bases")
 # Triton 3.6's Python binding wraps every answer in a distributed layout and aborts on a shared one
 NO_ANSWER = "Expected input dimension 0 to be 'register'"
 
@@ -91,6 +92,7 @@ def check_entry(entry: dict, version: str) -> tuple[Counter, list[str]]:
         elif e2 is not None:
             if REFUSAL in str(e2):
                 n["refused"] += 1
+                n["refused: " + next((k for k in REFUSAL_KINDS if k in str(e2)), "other")] += 1
             else:
                 n["disagree"] += 1
                 problems.append(f"{where} {shape}: tilesim rejects ({str(e2)[:160]}), Triton accepts")
@@ -174,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{total['printed']}, {total['printed_parsed']} read back to the same layout, "
                   f"{total['printed_rejected_both']} refused on reading as the spec is, {total['printed_refused']} "
                   f"not modelled, {total['printed_bad']} wrong")
+            kinds = {k[len("refused: "):]: v for k, v in total.items() if k.startswith("refused: ")}
+            if kinds:
+                print("  tilesim refusals (documented, not modelled): " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
             for p in problems[:args.show]:
                 print("  " + p)
     if args.json:

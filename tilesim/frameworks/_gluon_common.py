@@ -181,6 +181,10 @@ def _cga(cls: str, value: Any, rank: int) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+_EXPLICIT = (" (tilesim requires explicit bases to be a permutation at their own shape; a slice of them that "
+             "Triton would accept is not modelled by tilesim)")
+
+
 def _permutation(cls: str, bases: Mapping[str, Sequence[Sequence[int]]], shape: Sequence[int]) -> None:
     """Triton's rule for a distributed layout (``LinearEncodingAttr::verify``, ``isPermutationMatrixLayout``
     and the surjectivity check of ``LinearLayout``): every basis is all zero (a broadcast copy) or one
@@ -198,9 +202,10 @@ def _permutation(cls: str, bases: Mapping[str, Sequence[Sequence[int]]], shape: 
                                   "as Triton requires of a distributed layout"[:400])
             key = (nz[0][0], nz[0][1].bit_length() - 1)
             if key in seen:
-                raise LayoutError(f"{cls}: {where} repeats {seen[key]}: two hardware bits reach the same element, so "
-                                  f"the layout is not injective (Triton: \"requires a permutation matrix layout after "
-                                  f"removing broadcast bases\")"[:400])
+                raise LayoutError((f"{cls}: {where} repeats {seen[key]}: two hardware bits reach the same element, so "
+                                   f"the layout is not injective (Triton: \"requires a permutation matrix layout after "
+                                   f"removing broadcast bases\")")[:330]
+                                  + (_EXPLICIT if cls == "DistributedLinearLayout" else ""))
             seen[key] = where
     missing = [(d, b) for d, s in enumerate(shape) for b in range(int(s).bit_length() - 1) if (d, b) not in seen]
     if missing:

@@ -407,6 +407,9 @@ class NVMMADistributedLayout(_Distributed):
                         "must have 2 entries: a batched (rank 3) Hopper layout is not modelled by tilesim")
         object.__setattr__(self, "warps_per_cta", warps)
         shp = _ints(cls, "instr_shape", self.instr_shape)
+        if ver[0] == 2 and len(warps) == 3 and len(shp) == 2:
+            raise _fail(cls, "instr_shape", list(shp), "with batched (rank 3) warps_per_cta: a rank-2 instr_shape "
+                        "there is not modelled by tilesim (write [1, M, N]); refused rather than guessed")
         sizes = (len(warps),) if ver[0] == 2 else (2, 3)
         if len(shp) not in sizes or shp[sizes[0] - 2] % 8 or shp[sizes[0] - 1] % 8 or (len(shp) == 3 and ver[0] == 2
                                                                                        and shp[0] != 1):

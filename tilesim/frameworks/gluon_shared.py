@@ -83,7 +83,11 @@ class _Shared:
         _version(type(self).__name__, triton_version)  # shared layouts: one numbering (checked against 3.9)
         shp = _shape(type(self).__name__, shape, self.rank)  # type: ignore[attr-defined]
         block, cta = _grid(self._cga_bases(), shp)
-        return {"offset": [list(v) for v in self._offsets(cta)], "block": block}
+        offsets = [list(v) for v in self._offsets(cta)]
+        if not offsets:
+            raise _fail(type(self).__name__, "tensor shape", list(shp), f"leaves each CTA one element (CTA share "
+                        f"{list(cta)}): no offset bases (Triton: \"offset_bases must not be empty\")")
+        return {"offset": offsets, "block": block}
 
     def to_layout(self, shape: Sequence[int], triton_version: str | None = None) -> Layout:
         b = self.shared_bases(shape, triton_version)
@@ -270,31 +274,30 @@ class NVMMASharedLayout(_Shared):
         if self.transposed and rank != 2:
             raise _fail(cls, "transposed", True, f"at rank {rank} is not modelled by tilesim (only rank 2); "
                         "refused rather than guessed")
-        if rank == 1:
-            col, row = 0, None
-        else:
-            col, row = (0, 1) if self.transposed else (rank - 1, rank - 2)
+        # the contiguous dim, and the row dims fastest first (the outer dims flattened into rows)
+        col = 0 if self.transposed else rank - 1
+        rows = [1] if self.transposed else list(range(rank - 2, -1, -1))
+        row_bits = [(d, 1 << i) for d in rows for i in range(int(shp[d]).bit_length() - 1)]
         sw = self.swizzle_byte_width
-        tile_cols = shp[col] if sw == 0 else 8 * sw // self.element_bitwidth
-        if sw and (shp[col] < tile_cols or row is None or shp[row] < 8):
+        # one TMA box: with a swizzle, one swizzle row wide, else at most 256 elements; rows along the last
+        # dim (transposed) also at most 256
+        tile_cols = min(shp[col], 256) if sw == 0 else 8 * sw // self.element_bitwidth
+        if sw and (shp[col] < tile_cols or len(row_bits) < 3):
             raise _fail(cls, "tensor shape", list(shp), f"one CTA's share must hold a whole swizzle tile: 8 rows of "
                         f"{tile_cols} elements along dim{col} (Triton: \"Illegal shared layout\")")
 
         def unit(d: int, x: int, extra: int = 0) -> tuple[int, ...]:
-            return tuple(x if i == d else (extra if i == col else 0) for i in range(rank))
+            return tuple(x if i == d else (extra if i == col and extra else 0) for i in range(rank))
 
-        log = [int(s).bit_length() - 1 for s in shp]
         tc = tile_cols.bit_length() - 1
+        box_rows = 8 if rows == [rank - 1] else len(row_bits)  # rows along the last dim: 256 per box
+        vec, per_phase, max_phase = 128 // self.element_bitwidth, 128 // max(sw, 1), sw // 16
         out = [unit(col, 1 << i) for i in range(tc)]
-        if row is not None:
-            vec, per_phase, max_phase = 128 // self.element_bitwidth, 128 // max(sw, 1), sw // 16
-            for i in range(log[row]):
-                r = 1 << i
-                out.append(unit(row, r, vec * ((r // per_phase) % max_phase) if sw and i < 3 else 0))
-            for d in range(rank - 1, -1, -1):
-                if d not in (col, row):
-                    out += [unit(d, 1 << i) for i in range(log[d])]
-        out += [unit(col, 1 << i) for i in range(tc, log[col])]
+        for i, (d, r) in enumerate(row_bits[:box_rows]):
+            swz = vec * ((1 << i) // per_phase % max_phase) if sw and i < 3 else 0
+            out.append(unit(d, r, swz))
+        out += [unit(col, 1 << i) for i in range(tc, int(shp[col]).bit_length() - 1)]
+        out += [unit(d, r) for d, r in row_bits[box_rows:]]
         return tuple(out)
 
 
