@@ -34,10 +34,12 @@ from tilesim.errors import TilesimError
 from tilesim.frameworks.gluon import SPECS
 from tilesim.frameworks.ttg_text import parse_ttg
 
-GOLDEN = Path(os.environ.get("TILESIM_SWEEP_DIR") or Path(__file__).resolve().parent.parent / "tests" / "golden" / "triton_layouts")
+GOLDEN = Path(os.environ.get("TILESIM_SWEEP_DIR")
+              or Path(__file__).resolve().parent.parent / "tests" / "golden" / "triton_layouts")
 VERSIONS = ("3.9", "3.6")
 REFUSAL = "not modelled by tilesim"
-REFUSAL_KINDS = ("fp4_padded", "transposed True: at rank", "Hopper layout", "rank-2 instr_shape", "explicit bases")
+REFUSAL_KINDS = ("fp4_padded", "transposed True: at rank", "Hopper layout", "rank-2 instr_shape",
+                 "multi-CTA (cga_layout) AMDWMMALayout operand", "slice of explicit bases", "explicit bases")
 # Triton 3.6's Python binding wraps every answer in a distributed layout and aborts on a shared one
 NO_ANSWER = "Expected input dimension 0 to be 'register'"
 
@@ -178,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"not modelled, {total['printed_bad']} wrong")
             kinds = {k[len("refused: "):]: v for k, v in total.items() if k.startswith("refused: ")}
             if kinds:
-                print("  tilesim refusals (documented, not modelled): " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
+                print("  tilesim refusals (documented, not modelled): "
+                      + ", ".join(f"{k} {v}" for k, v in kinds.items()))
             for p in problems[:args.show]:
                 print("  " + p)
     if args.json:

@@ -187,10 +187,14 @@ def dot_op(rng: random.Random, triton: str, rank: int | None = None) -> dict:
     return {"layout": "DotOperandLayout", "operand_index": rng.choice([0, 1]), "parent": parent, "k_width": kw}
 
 
+def _unit(rank: int, d: int, x: int) -> list[int]:
+    return [x if i == d else 0 for i in range(rank)]
+
+
 def linear(rng: random.Random, rank: int | None = None) -> dict:
     rank = rank or rng.choice([1, 2, 2, 3])
     shape = [_p2(rng, 0, 6) for _ in range(rank)]
-    bits = [[(1 << b) if i == d else 0 for i in range(rank)] for d in range(rank) for b in range(shape[d].bit_length() - 1)]
+    bits = [_unit(rank, d, 1 << b) for d in range(rank) for b in range(shape[d].bit_length() - 1)]
     rng.shuffle(bits)
     out = {"reg_bases": [], "lane_bases": [], "warp_bases": [], "block_bases": []}
     for v in bits:
@@ -241,7 +245,7 @@ def nvmma_shared(rng: random.Random) -> dict:
 def shared_linear(rng: random.Random) -> dict:
     rank = rng.choice([1, 2, 2, 3])
     shape = [_p2(rng, 0, 6) for _ in range(rank)]
-    bases = [[(1 << b) if i == d else 0 for i in range(rank)] for d in range(rank) for b in range(shape[d].bit_length() - 1)]
+    bases = [_unit(rank, d, 1 << b) for d in range(rank) for b in range(shape[d].bit_length() - 1)]
     if rng.random() < 0.5:
         rng.shuffle(bases)
     if rank >= 2 and rng.random() < 0.5:  # an XOR swizzle: outer-dim bits also flip inner-dim bits

@@ -306,7 +306,8 @@ class DistributedLinearLayout:
         ll = _LL(bases, {f"dim{d}": self.shape[d] for d in order})
         return ll.not_smaller(_dims(shape)).not_larger(_dims(shape))
 
-    def to_linear(self, shape: Sequence[int] | None = None, triton_version: str | None = None) -> DistributedLinearLayout:
+    def to_linear(self, shape: Sequence[int] | None = None,
+                  triton_version: str | None = None) -> DistributedLinearLayout:
         _version("DistributedLinearLayout", triton_version)  # explicit bases: every version reads them alike
         if shape is None or tuple(shape) == self.shape:
             return self

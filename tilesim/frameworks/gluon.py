@@ -130,6 +130,9 @@ class SliceLayout(_Distributed):
         return self.parent.rank - 1
 
     def _ll(self, shape: tuple[int, ...], ver: str = "3.9") -> _LL:
+        if ver == "3.6" and isinstance(self.parent, DistributedLinearLayout):
+            raise _fail("SliceLayout", "parent", "DistributedLinearLayout", "a slice of explicit bases in Triton "
+                        "3.6's numbering is not modelled by tilesim; refused rather than guessed")
         pshape = (*shape[:self.dim], 1, *shape[self.dim:])
         p = self.parent._ll(pshape, ver).drop_out(f"dim{self.dim}")
         rename = {f"dim{i}": f"dim{i - (i > self.dim)}" for i in range(self.parent.rank) if i != self.dim}
@@ -507,6 +510,10 @@ class DotOperandLayout(_Distributed):
             fit_order = {k: 1, nk: 1, **({"dim0": 1} if r == 3 else {})}  # K, non-K, batch
             ll = (_LL(outs=fit_order) * _LL.identity(kw, "register", k)
                   * _LL.identity(16, "lane", nk) * second * _LL.identity(k_regs, "register", k))
+            if ver == "3.6" and (r == 3 or p.cga_layout):
+                raise _fail("DotOperandLayout", "parent", f"AMDWMMALayout rank {r}", "a batched (rank 3) or "
+                            "multi-CTA (cga_layout) AMDWMMALayout operand in Triton 3.6's numbering is not modelled by tilesim; refused "
+                            "rather than guessed")
             if ver == "3.6" and p.version == 3 and kw not in (2, 8, 16):
                 raise _fail("DotOperandLayout", "k_width", kw, "must be 2, 8 or 16 for an AMDWMMALayout version 3 "
                             "(gfx1250) parent in Triton 3.6")
@@ -531,8 +538,7 @@ class DotOperandLayout(_Distributed):
                     piece = _LL.zeros if (ind != "register" and d == kd) else _LL.identity
                     ll = ll * piece(sz[d], ind, f"dim{d}")
         grid = p.cga_layout
-        if not isinstance(p, AMDMFMALayout) and not (ver == "3.6" and isinstance(p, AMDWMMALayout)):
-            # every CTA holds the whole K extent: K block bases broadcast (Triton 3.6 split K for WMMA)
+        if not isinstance(p, AMDMFMALayout):  # every CTA holds the whole K extent: K block bases broadcast
             grid = tuple(tuple(0 if d == kd else x for d, x in enumerate(v)) for v in grid)
         return ll.fit(_dims(shape), grid)
 

@@ -354,7 +354,8 @@ class SharedLinearLayout(_Shared):
                      triton_version: str | None = None) -> dict[str, list[list[int]]]:
         _version("SharedLinearLayout", triton_version)
         if shape is not None and tuple(shape) != self.shape:
-            raise _fail("SharedLinearLayout", "tensor shape", list(shape), f"the bases describe shape {list(self.shape)}")
+            raise _fail("SharedLinearLayout", "tensor shape", list(shape),
+                        f"the bases describe shape {list(self.shape)}")
         return {"offset": [list(v) for v in self.offset_bases], "block": [list(v) for v in self.block_bases]}
 
     def to_layout(self, shape: Sequence[int] | None = None, triton_version: str | None = None) -> Layout:

@@ -215,7 +215,8 @@ def _parent(f: _Fields, rank: int | None, shape: tuple[int, ...] | None = None) 
     p = f.get("parent")
     if not isinstance(p, _Attr):
         at = f.pos.get("parent", f.at)
-        raise TtgParseError(f"#ttg.{f.name}: parent at position {at} must be a #ttg layout, got {p!r}"[:300], "parent", at)
+        raise TtgParseError(f"#ttg.{f.name}: parent at position {at} must be a #ttg layout, got {p!r}"[:300],
+                            "parent", at)
     return _as_spec(p, rank, shape)
 
 
