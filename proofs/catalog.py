@@ -30,12 +30,13 @@ from tilesim.matrix.catalog import rows
 from tilesim.matrix.explain import primary_copy
 from tilesim.matrix.geometry import FormatGeometry, InputGeometry
 from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.scale import ScaleGeometry
 
 __all__ = ["Case", "cases", "prove", "OBLIGATIONS"]
 
 # which modifier kinds move which operand's data
 _MOVES = {"A": ("broadcast", "format"), "B": ("lane_pattern", "format"), "C": ("half_select",),
-          "D": ("half_select",), "K": ("index_set",)}
+          "D": ("half_select",), "K": ("index_set",), "SA": ("scale_select",), "SB": ("scale_select",)}
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ class Case:
 
 
 def _mod_combos(row: MatrixInstruction, op: str, wave: int) -> Iterator[dict[str, int]]:
-    moving = {m.name: m for m in row.modifiers if m.kind in _MOVES[op]}
+    moving = {m.name: m for m in row.modifiers if m.kind in _MOVES[op]
+              and (op not in row.scale_operands or m.name == row.scale(op, wave).select)}  # SA: opsel_a only
     names = sorted(moving)
     for values in itertools.product(*(moving[n].values for n in names)):
         mods = dict(zip(names, values))
@@ -83,6 +85,8 @@ def cases(full: bool = True) -> Iterator[Case]:
 def _declared_copies(case: Case) -> int:
     entry = dict(dict(case.row.geometry)[case.wave])[case.op]
     recipe = entry[0] if isinstance(entry, tuple) else None
+    if isinstance(recipe, ScaleGeometry):  # block scales: placed by their own InputGeometry over k-blocks
+        recipe = recipe.place
     return len(recipe.copies) if isinstance(recipe, InputGeometry) else 1
 
 
@@ -165,6 +169,8 @@ def registers(case: Case, lay: Layout) -> list[str]:
         out.append(f"{case.name}: layout slots span {lay.registers_per_lane()} VGPRs, row declares {declared}")
     if span > declared:
         out.append(f"{case.name}: uses VGPR {span - 1} but the row declares {declared}")
+    if case.op in ("SA", "SB"):  # one select value reads one slot group; the register is the row's count
+        return out
     if case.op != "K" and not dict(case.mods).get("opsel") and span != declared:
         out.append(f"{case.name}: last declared VGPR unused (span {span}, declared {declared})")
     return out

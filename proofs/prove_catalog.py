@@ -70,3 +70,14 @@ def test_registers_catches_a_wrong_count() -> None:
 def test_forward_inverse_is_checked_on_every_slot() -> None:
     c = _case("v_mfma_f32_16x16x16f16", "gfx908", "B")
     assert not forward_inverse(c, c.layout())
+
+
+def test_the_block_scale_operands_are_proved_for_every_byte_select() -> None:
+    """gfx950 SA/SB: one case per OPSEL byte, each covering (row, k-block) once; a dropped scale is caught."""
+    for mnemonic in ("v_mfma_scale_f32_16x16x128_f8f6f4", "v_mfma_scale_f32_32x32x64_f8f6f4"):
+        for op, sel in (("SA", "opsel_a"), ("SB", "opsel_b")):
+            got = sorted(dict(c.mods)[sel] for c in CASES if c.row.mnemonic == mnemonic and c.op == op)
+            assert got == [0, 1, 2, 3], (mnemonic, op, got)
+    case = _case("v_mfma_scale_f32_16x16x128_f8f6f4", "gfx950", "SA")
+    assert not any(prove(case).values())
+    assert coverage(case, _drop_pair(case.layout(), 5))

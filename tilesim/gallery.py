@@ -30,13 +30,13 @@ from tilesim.files import refuse_link
 from tilesim.layouts.layout import Layout
 from tilesim.layouts.pictures import lane_colour
 from tilesim.matrix.catalog import rows
-from tilesim.matrix.explain import explain
+from tilesim.matrix.explain import LOGICAL_NAMES, explain
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["build_gallery", "page_name", "picture_data"]
 
-_NAMES = {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j"), "K": ("i", "k")}
+_NAMES = LOGICAL_NAMES  # index names per operand (SA/SB: the k-block kb), one table with explain
 
 _STYLE = """body{font-family:sans-serif;margin:20px;max-width:1400px}
 #info{position:fixed;top:8px;right:8px;background:#ffd;border:1px solid #aa8;padding:6px 10px;min-width:260px;

@@ -19,6 +19,7 @@ from tilesim.targets import family_targets
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.geometry import AccGeometry, FormatGeometry, InputGeometry
 from tilesim.matrix.instruction import Builtin, Immediate, MatrixInstruction, Modifier
+from tilesim.matrix.scale import mx_scales
 
 __all__ = ["AMD_ROWS", "parse_clang_type"]
 
@@ -70,12 +71,13 @@ def parse_clang_type(sig: str) -> tuple[str, tuple[str, ...]]:
 
 # Immediate arguments of the builtins, by name, and the modifier bits each carries. Sources: clang's
 # BuiltinsAMDGPU.def parameter order; CDNA3/CDNA4 ISA §7.1 (CBSZ, ABID, BLGP fields); RDNA3/RDNA4 ISA
-# §7.9 (NEG bits as iu8/iu4 signedness, OPSEL[2] for 16-bit results). The rest are always 0: clamp,
-# the gfx1250 reuse hints, and fields tilesim does not model (scale OPSEL, gfx1250 NEG/C modifiers).
+# §7.9 (NEG bits as iu8/iu4 signedness, OPSEL[2] for 16-bit results); gfx950 scale byte selects
+# ``opsel_a``/``opsel_b`` (clang: op_sel[i] = bit 0, op_sel_hi[i] = bit 1; tests/test_scaled_mfma.py).
+# The rest are always 0: clamp, the gfx1250 reuse hints, and fields tilesim does not model (gfx1250 NEG/C modifiers).
 IMMEDIATES = {imm.name: imm for imm in (
     Immediate("cbsz", "cbsz"), Immediate("abid", "abid"), Immediate("blgp", "blgp"),
     Immediate("a_signed", "neg", 0, 1), Immediate("b_signed", "neg", 1, 1), Immediate("opsel_hi", "opsel", 2, 1),
-    Immediate("clamp"), Immediate("reuse_a"), Immediate("reuse_b"), Immediate("opsel_a"), Immediate("opsel_b"),
+    Immediate("clamp"), Immediate("reuse_a"), Immediate("reuse_b"), Immediate("opsel_a", "opsel_a"), Immediate("opsel_b", "opsel_b"),
     Immediate("neg_a"), Immediate("neg_b"), Immediate("c_mod"),
 )}
 MFMA_IMMS = ("cbsz", "abid", "blgp")
@@ -340,9 +342,12 @@ def _f8f6f4() -> list[MatrixInstruction]:
     """v_mfma_[scale_]f32_{16x16x128,32x32x64}_f8f6f4: CBSZ/BLGP pick the A/B formats (no broadcast).
 
     Layout (CDNA4 ISA §7.1.5.1 tables): fp8/bf8 hold two 16-k chunks per lane, one from each K half;
-    fp6/fp4 hold 32 consecutive k. Built per format by :func:`f8f6f4_layout`.
+    fp6/fp4 hold 32 consecutive k. Built per format by :func:`f8f6f4_layout`. The scale forms add the
+    block-scale operands SA/SB (:func:`tilesim.matrix.scale.mx_scales`): one E8M0 byte per 32 k, in lane
+    ``r + M*kb``, byte ``opsel_a``/``opsel_b`` of the scale VGPR.
     """
     rows = []
+    fmt = tuple(F8F6F4_FORMATS)
     for shape, m, k, cyc in (("16x16x128", 16, 128, 16), ("32x32x64", 32, 64, 32)):
         for scaled in (False, True):
             name = f"v_mfma_{'scale_' if scaled else ''}f32_{shape}_f8f6f4"
@@ -351,19 +356,28 @@ def _f8f6f4() -> list[MatrixInstruction]:
             for op, mod in (("A", "cbsz"), ("B", "blgp")):
                 geo[op] = (FormatGeometry(mod, tuple((code, F8F6F4_FORMATS[code], *f8f6f4_geometry(m, code),
                                                       F8F6F4_VGPRS[code]) for code in F8F6F4_FORMATS)), 8)
+            regs = {"A": 8, "B": 8, "C": base.registers_for()["C"], "D": base.registers_for()["D"]}
+            mods = [Modifier("cbsz", fmt, "A format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format"),
+                    Modifier("blgp", fmt, "B format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format")]
+            if scaled:
+                sa, sb = mx_scales(m, m, k)
+                geo.update({"SA": (sa, 8), "SB": (sb, 8)})
+                regs.update({"SA": sa.registers, "SB": sb.registers})
+                mods += [Modifier("opsel_a", sa.select_values, "byte of SA's VGPR holding A's E8M0 scales", "scale_select"),
+                         Modifier("opsel_b", sb.select_values, "byte of SB's VGPR holding B's E8M0 scales", "scale_select")]
             sig = ("V4fV8ZiV8ZiV4fIiIiIiiIii" if m == 16 else "V16fV8ZiV8ZiV16fIiIiIiiIii")
-            fmt = tuple(F8F6F4_FORMATS)
             rows.append(replace(
                 base,
                 geometry=((64, tuple(geo.items())),),
-                registers=((64, (("A", 8), ("B", 8), ("C", base.registers_for()["C"]), ("D", base.registers_for()["D"]))),),
-                modifiers=(Modifier("cbsz", fmt, "A format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format"),
-                           Modifier("blgp", fmt, "B format: 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4", "format")),
-                # Only the scale form has a clang builtin; the unscaled opcode has none.
+                registers=((64, tuple(regs.items())),),
+                modifiers=tuple(mods),
+                # Only the scale form has a clang builtin; the unscaled opcode has none (clang emits it
+                # for the scale builtin with literal 0 scales and byte selects).
                 builtins=((_builtin("__builtin_amdgcn_mfma_scale_f32_" + shape + "_f8f6f4", sig, 64, SCALE_IMMS),)
                           if scaled else ()),
-                notes=("cycles double (x2) when A or B is fp8/bf8; the scale forms add E8M0 block scales, "
-                       "one per 32 k; the unscaled mnemonic is the scale builtin with scales 1.0"),
+                notes=("cycles double (x2) when A or B is fp8/bf8; the scale forms multiply each 32-k block of A "
+                       "and B by an E8M0 scale (SA, SB); clang turns the scale builtin with literal 0 scales "
+                       "into the unscaled mnemonic, which applies no scale"),
                 cycles=cyc,
             ))
     return rows

@@ -18,7 +18,8 @@ from tilesim.matrix.instruction import MatrixInstruction
 
 __all__ = ["explain", "primary_copy", "row_summary", "Explanation"]
 
-_LOGICAL_NAMES = {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j"), "K": ("i", "k")}
+LOGICAL_NAMES = {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j"), "K": ("i", "k"),
+                  "SA": ("i", "kb"), "SB": ("kb", "j")}  # SA/SB: one block scale per kb = k // block
 
 
 def primary_copy(layout: Layout) -> Layout:
@@ -82,7 +83,7 @@ def explain(row: MatrixInstruction, *, wave_size: int | None = None, as_dict: bo
     replication: dict[str, dict[str, Any]] = {}
     for op in row.operands:
         lay = row.layout(op, wave_size=wave)
-        outer, inner = _LOGICAL_NAMES[op]
+        outer, inner = LOGICAL_NAMES[op]
         names = {"row": outer, "col": inner}
         bits = lay.elem_bits or 32
         where = expressions(primary_copy(lay))

@@ -17,23 +17,25 @@ from tilesim.errors import ModifierError, choices
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.dtypes import DType, dtype
 from tilesim.matrix.geometry import BLGP_SOURCE, AccGeometry, FormatGeometry, InputGeometry, acc_layout, input_layout
+from tilesim.matrix.scale import SCALE_OPERANDS, ScaleGeometry
 
 __all__ = ["MatrixInstruction", "Modifier", "Builtin", "Immediate", "OPERANDS", "LAYOUT_MODIFIERS"]
 
-OPERANDS = ("A", "B", "C", "D", "K")
+OPERANDS = ("A", "B", "C", "D", "K", *SCALE_OPERANDS)
 
-Geometry = InputGeometry | AccGeometry | FormatGeometry
+Geometry = InputGeometry | AccGeometry | FormatGeometry | ScaleGeometry
 # An operand's recipe: a geometry with the element bits (AMD), or a function that builds the layout
 # from the modifiers (NVIDIA fragments, written hardware -> logical as the PTX figures state them).
 Recipe = tuple[Geometry, int] | Callable[..., Layout]
 
 
 # The modifier fields that can move data between registers (the arguments of ``layout()``);
-# ``neg``/``neg_hi`` act on values only.
-LAYOUT_MODIFIERS = ("cbsz", "abid", "blgp", "opsel")
+# ``neg``/``neg_hi`` act on values only. ``opsel_a``/``opsel_b`` pick the scale byte of SA/SB (gfx950).
+LAYOUT_MODIFIERS = ("cbsz", "abid", "blgp", "opsel", "opsel_a", "opsel_b")
 MODIFIER_NAMES = (*LAYOUT_MODIFIERS, "neg", "neg_hi")
 
-MODIFIER_KINDS = ("broadcast", "lane_pattern", "negate", "index_set", "half_select", "format", "signedness")
+MODIFIER_KINDS = ("broadcast", "lane_pattern", "negate", "index_set", "half_select", "format", "signedness",
+                  "scale_select")
 
 
 @dataclass(frozen=True)
@@ -43,10 +45,11 @@ class Modifier:
     ``kind`` says how it acts: ``broadcast`` (CBSZ/ABID move A between blocks), ``lane_pattern``
     (BLGP moves B between lanes), ``index_set`` (which sparse-index set is read), ``half_select``
     (16-bit C/D in the high halves), ``format`` (gfx950 f8f6f4 element formats), ``negate`` and
-    ``signedness`` (values only; the layout is unchanged).
+    ``signedness`` (values only; the layout is unchanged), ``scale_select`` (which slot of the
+    block-scale register SA/SB is read).
     """
 
-    name: str  # cbsz | abid | blgp | opsel | neg | neg_hi
+    name: str  # cbsz | abid | blgp | opsel | opsel_a | opsel_b | neg | neg_hi
     values: tuple[int, ...]
     effect: str
     kind: str = "negate"
@@ -173,7 +176,21 @@ class MatrixInstruction:
 
     @property
     def operands(self) -> tuple[str, ...]:
-        return ("A", "B", "C", "D", "K") if self.sparse else ("A", "B", "C", "D")
+        return (*(("A", "B", "C", "D", "K") if self.sparse else ("A", "B", "C", "D")), *self.scale_operands)
+
+    @property
+    def scale_operands(self) -> tuple[str, ...]:
+        """The block-scale operands (``SA``, ``SB``) of a scaled row; empty otherwise."""
+        return tuple(op for op, r in dict(self.geometry)[self.wave_sizes[0]]
+                     if not callable(r) and isinstance(r[0], ScaleGeometry))
+
+    def scale(self, operand: str, wave_size: int | None = None) -> ScaleGeometry:
+        """The :class:`ScaleGeometry` of ``SA`` or ``SB``."""
+        rec = self.recipe(operand, wave_size) if operand in self.scale_operands else None
+        if not isinstance(rec, ScaleGeometry):
+            raise ModifierError(f"{self.mnemonic} has no block-scale operand {operand!r}; scale operands: "
+                                f"{choices(self.scale_operands) or 'none'}")
+        return rec
 
     def modifier(self, name: str) -> Modifier | None:
         return next((m for m in self.modifiers if m.name == name), None)
@@ -196,8 +213,9 @@ class MatrixInstruction:
             )
         return wave_size
 
-    def _check_mods(self, operand: str, cbsz: int, abid: int, blgp: int, opsel: int) -> None:
-        given = {"cbsz": cbsz, "abid": abid, "blgp": blgp, "opsel": opsel}
+    def _check_mods(self, operand: str, cbsz: int, abid: int, blgp: int, opsel: int, opsel_a: int = 0,
+                    opsel_b: int = 0) -> None:
+        given = {"cbsz": cbsz, "abid": abid, "blgp": blgp, "opsel": opsel, "opsel_a": opsel_a, "opsel_b": opsel_b}
         for name, value in given.items():
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
                 raise ModifierError(f"{name} must be an integer, got {value!r}")
@@ -225,14 +243,17 @@ class MatrixInstruction:
         abid: int = 0,
         blgp: int = 0,
         opsel: int = 0,
+        opsel_a: int = 0,
+        opsel_b: int = 0,
     ) -> Layout:
-        """The hardware layout of ``operand`` ("A", "B", "C", "D", or "K" for sparse indices)."""
+        """The hardware layout of ``operand`` ("A", "B", "C", "D"; "K" for sparse indices; "SA"/"SB"
+        for the block scales of a scaled row, whose byte ``opsel_a``/``opsel_b`` select)."""
         op = operand.upper() if isinstance(operand, str) else operand
         if op not in self.operands:
             raise ModifierError(f"unknown operand {operand!r} for {self.mnemonic}; operands: {choices(self.operands)}")
         wave = self._wave(wave_size)
-        self._check_mods(op, cbsz, abid, blgp, opsel)
-        return _layout_cached(self, op, wave, cbsz, abid, blgp, opsel)
+        self._check_mods(op, cbsz, abid, blgp, opsel, opsel_a, opsel_b)
+        return _layout_cached(self, op, wave, cbsz, abid, blgp, opsel, opsel_a, opsel_b)
 
     def operand_layouts(self, wave_size: int | None, modifiers: Mapping[str, int]) -> dict[str, Layout]:
         """The layout of every operand (A, B, C read, D written; K for sparse rows) under an op's
@@ -268,12 +289,16 @@ def _index_sets(ins: MatrixInstruction, units: int, field: str, value: int, wave
 
 
 @functools.lru_cache(maxsize=8192)
-def _layout_cached(ins: MatrixInstruction, op: str, wave: int, cbsz: int, abid: int, blgp: int, opsel: int) -> Layout:
+def _layout_cached(ins: MatrixInstruction, op: str, wave: int, cbsz: int, abid: int, blgp: int, opsel: int,
+                   opsel_a: int = 0, opsel_b: int = 0) -> Layout:
     geo = dict(dict(ins.geometry)[wave])
     entry = geo[op]
     if callable(entry):  # NVIDIA fragments are written hardware -> logical
         return entry(cbsz=cbsz, abid=abid, blgp=blgp, opsel=opsel)
     recipe, bits = entry
+    if isinstance(recipe, ScaleGeometry):  # block scales: the select modifier picks the slot (byte)
+        sel = {"opsel_a": opsel_a, "opsel_b": opsel_b}[recipe.select]
+        return recipe.layout(ins.m if op == "SA" else ins.n, ins.k, sel)
     if isinstance(recipe, FormatGeometry):  # gfx950: CBSZ (A) / BLGP (B) pick the element format
         geo_fmt, bits = recipe.geometry(cbsz if recipe.modifier == "cbsz" else blgp)
         return input_layout(geo_fmt, ins.m, ins.k, 1, bits, transpose=(op == "B"))

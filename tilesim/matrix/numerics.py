@@ -10,7 +10,14 @@
   operands ``neg`` acts on the low halves and ``neg_hi`` on the high halves; for a 32-bit C
   ``neg_hi[2]`` takes the absolute value (RDNA3 ISA §7.9 "NEG and NEG_HI"; LLVM sets both
   NEG and NEG_HI to negate a whole packed operand, AMDGPUISelDAGToDAG ``SelectWMMAModsF16Neg``);
-* on ``iu8``/``iu4`` WMMA the NEG field is signedness instead: bit 0 A signed, bit 1 B signed.
+* on ``iu8``/``iu4`` WMMA the NEG field is signedness instead: bit 0 A signed, bit 1 B signed;
+* gfx950 ``f8f6f4``: CBSZ/BLGP pick the A/B element formats (:func:`format_types`); the scale
+  forms (:func:`execute_scaled`) multiply each ``block``-k slice of a row of A and of a column of B
+  by its decoded block scale (E8M0 ``2**(e-127)``, 0xFF NaN) *before* the exact dot product: the
+  scaled products ``(a·sa)(b·sb)`` are exact, the sum exact, one rounding to f32 (OCP MX v1.0 §6.3
+  defines the MX dot product as ``X_A·X_B·Σ a_i·b_i`` and leaves the internal precision to the
+  implementation; the CDNA4 ISA does not state the accumulation order — so this is the model,
+  with :func:`tolerance` for the device).
 
 Hardware sums in a fixed internal order and may differ from this model by a few ulps; the
 tolerance for comparing a device against the model lives here too (:func:`tolerance`).
@@ -26,11 +33,13 @@ import numpy as np
 
 from tilesim.errors import InstructionError, ModifierError, choices
 from tilesim.matrix.dtypes import DType, decode, dtype, encode
+from tilesim.matrix.geometry import FormatGeometry
 from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.scale import decode_scale
 
 
 __all__ = ["quantize", "cast", "round_exact", "dot_exact", "execute_logical", "tolerance", "FLOAT_FORMATS", "check_neg",
-           "signed_types", "apply_negation"]
+           "signed_types", "apply_negation", "format_types", "execute_scaled", "scale_factors"]
 
 # (mantissa bits incl. hidden, min normal exponent, max exponent, has infinity)
 FLOAT_FORMATS: dict[str, tuple[int, int, int, bool]] = {
@@ -278,6 +287,61 @@ def execute_logical(
     else:
         D = np.stack([dot_exact(A[i], B[i], C[i], td.name) for i in range(nb)])
     return D[0] if squeeze and nb == 1 else D
+
+
+def format_types(ins: MatrixInstruction, cbsz: int = 0, blgp: int = 0) -> tuple[str, str, str, str]:
+    """The operand types under the format modifiers: gfx950 f8f6f4 reads A in the format CBSZ names and B
+    in the one BLGP names (0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4); other rows keep their types."""
+    out = list(ins.types)
+    for i, (op, code) in enumerate((("A", cbsz), ("B", blgp))):
+        recipe = ins.recipe(op) if op in ins.operands else None
+        if isinstance(recipe, FormatGeometry):
+            legal = [f[0] for f in recipe.formats]
+            if code not in legal:
+                raise ModifierError(f"{recipe.modifier}={code} is not a format of {ins.mnemonic}; legal: {choices(legal)}")
+            out[i] = recipe.dtype(code)
+    return out[0], out[1], out[2], out[3]
+
+
+def scale_factors(ins: MatrixInstruction, operand: str, bits: np.ndarray) -> np.ndarray:
+    """Block-scale bit patterns of ``SA`` (M, K/block) or ``SB`` (K/block, N) -> per-element factors
+    of A (M, K) or B (K, N): each scale repeated over its ``block`` k."""
+    geo = ins.scale(operand)
+    nkb = geo.blocks_of(ins.k)
+    want = (ins.m, nkb) if operand == "SA" else (nkb, ins.n)
+    arr = np.asarray(bits)
+    if arr.shape != want:
+        raise ModifierError(f"{operand} of {ins.mnemonic} has shape {arr.shape}; expected {want} "
+                            f"(one {geo.fmt} scale per {geo.block} k)")
+    if arr.dtype.kind not in "iu":
+        raise ModifierError(f"{operand} holds {geo.fmt} bit patterns (integers 0..255), got {arr.dtype}")
+    return np.repeat(decode_scale(arr, geo.fmt), geo.block, axis=1 if operand == "SA" else 0)
+
+
+def execute_scaled(
+    ins: MatrixInstruction,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray | None,
+    scale_a: np.ndarray,
+    scale_b: np.ndarray,
+    *,
+    cbsz: int = 0,
+    blgp: int = 0,
+) -> np.ndarray:
+    """A scaled row on logical matrices: ``D = (A ∘ SA)·(B ∘ SB) + C`` with A (M, K) in the CBSZ
+    format, B (K, N) in the BLGP format, ``scale_a`` (M, K/block) and ``scale_b`` (K/block, N) as
+    scale *bit patterns* (E8M0 bytes). Exact scaled products and sum, one rounding to D's type."""
+    if not isinstance(ins, MatrixInstruction) or not ins.scale_operands:
+        raise InstructionError(f"execute_scaled needs a scaled catalog row (v_mfma_scale_*), got {ins!r}"[:200])
+    ta, tb, tc, td = format_types(ins, cbsz, blgp)
+    A = quantize(_as_blocks(a, 1, (ins.m, ins.k), "A")[0], ta)
+    B = quantize(_as_blocks(b, 1, (ins.k, ins.n), "B")[0], tb)
+    C = quantize(np.zeros((ins.m, ins.n)) if c is None else _as_blocks(c, 1, (ins.m, ins.n), "C")[0], tc)
+    with np.errstate(invalid="ignore"):  # a NaN scale (0xFF) makes its block NaN, as the format says
+        A = A * scale_factors(ins, "SA", scale_a)  # exact: a power of two times a <=4-bit significand
+        B = B * scale_factors(ins, "SB", scale_b)
+    return dot_exact(A, B, C, td)
 
 
 def tolerance(ins: MatrixInstruction, k_terms: int | None = None) -> tuple[float, float]:

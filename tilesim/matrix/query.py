@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from tilesim.errors import LayoutError, choices
 from tilesim.layouts import Layout
 from tilesim.layouts.expr import expressions
-from tilesim.matrix.explain import _LOGICAL_NAMES, _rename, primary_copy
+from tilesim.matrix.explain import LOGICAL_NAMES, _rename, primary_copy
 
 __all__ = ["ElementAnswer", "INDEX_NAMES", "element_owners", "register_contents", "formulas"]
 
 # Operand -> (row index name, column index name), as AMD's calculator names them (explain uses the same).
-INDEX_NAMES = _LOGICAL_NAMES
+INDEX_NAMES = LOGICAL_NAMES
 
 
 @dataclass(frozen=True)
