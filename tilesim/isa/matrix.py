@@ -1,4 +1,4 @@
-"""Matrix instructions (WMMA, MFMA; SWMMAC/SMFMAC refused until modelled) through the catalog.
+"""Matrix instructions (WMMA, MFMA, SWMMAC, SMFMAC; gfx950 f8f6f4 and its block-scaled form) through the catalog.
 
 Nothing about an operand's placement is written here: the row from
 :func:`tilesim.matrix.lookup` gives, per operand, the hardware layout (``ins.layout(op,
@@ -6,6 +6,13 @@ wave_size=…, cbsz/abid/blgp/opsel)``) whose location records — (block, row, 
 bit_lo, bit_hi) — gather each operand matrix out of the registers of every selected wave and
 scatter D back. Replicated elements (RDNA3 A/B in lanes 16-31) are read from their lowest lane, as
 the tile simulator reads them; copies that disagree are recorded in the emulation notes.
+
+gfx950 ``v_mfma_[scale_]f32_*_f8f6f4``: CBSZ/BLGP pick A's and B's formats (and so their layouts and
+tuple sizes, 8/6/4 VGPRs); the scale form's fifth and sixth operands are the SA/SB scale VGPRs, whose
+byte ``op_sel[i] + 2*op_sel_hi[i]`` is read through the row's SA/SB layouts, E8M0-decoded, and
+multiplied into each 32-k block of A and B before the exact dot product (``numerics.execute_scaled``'s
+model). Scale operands that are not VGPRs are refused (LLVM only emits VGPRs: the hardware reads
+bits [30:23] of an inline constant or SGPR).
 
 Numerics are the catalog's (:mod:`tilesim.matrix.numerics`): NEG/NEG_HI and the RDNA iu8
 signedness bits through ``check_neg``/``signed_types``/``apply_negation``, integer products exact in
@@ -27,9 +34,11 @@ from tilesim.isa.asm import Imm, Instr, Reg
 from tilesim.isa.state import Ctx, Machine, imm_bits
 from tilesim.matrix import lookup
 from tilesim.matrix.dtypes import decode, encode
+from tilesim.matrix.geometry import FormatGeometry
 from tilesim.matrix.instruction import MatrixInstruction
-from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, quantize, signed_types
+from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, format_types, quantize, signed_types
 from tilesim.matrix.registers import unpack
+from tilesim.matrix.scale import decode_scale
 
 __all__ = ["compile_matrix", "MATRIX_PREFIXES", "exact_dot_batched"]
 
@@ -38,10 +47,12 @@ _U32, _U64 = np.uint32, np.uint64
 
 
 @functools.lru_cache(maxsize=256)
-def _plan(row: MatrixInstruction, op: str, wave: int, cbsz: int, abid: int, blgp: int, opsel: int) -> tuple:
+def _plan(row: MatrixInstruction, op: str, wave: int, cbsz: int, abid: int, blgp: int, opsel: int,
+          opsel_a: int = 0, opsel_b: int = 0) -> tuple:
     """Gather/scatter plan of one operand: record arrays, the primary (lowest-lane) record of each
     logical element, and the records split into groups that touch distinct registers."""
-    lay = row.layout(op, wave_size=wave, cbsz=cbsz, abid=abid, blgp=blgp, opsel=opsel)
+    lay = row.layout(op, wave_size=wave, cbsz=cbsz, abid=abid, blgp=blgp, opsel=opsel, opsel_a=opsel_a,
+                     opsel_b=opsel_b)
     rec = lay.location_array()
     dims = dict(lay.out_dims)
     blocks, rows, cols = dims.get("block", 1), dims["row"], dims["col"]
@@ -128,6 +139,15 @@ def _mods(ins: Instr, row: MatrixInstruction, ctx: Ctx) -> dict[str, int]:
             out[k] = int(v, 0)
         elif k == "index_key" and row.modifier("opsel") is not None and row.modifier("opsel").kind == "index_set":
             out["opsel"] = int(v, 0)  # SWMMAC: which index set of the index VGPR
+        elif k in ("op_sel", "op_sel_hi") and row.scale_operands:
+            # scale byte selects: op_sel[i] is bit 0, op_sel_hi[i] bit 1 of scale_src_i's byte (clang's
+            # encoding of the builtin's opsel_a/opsel_b, tests/test_scaled_mfma.py)
+            m = re.fullmatch(r"\[([01]),([01])(?:,([01]))?\]", v)
+            if not m or m.group(3) == "1":
+                raise ctx.err(ins, f"{k}:{v} not understood (scale byte selects are {k}:[a,b,0])")
+            shift = 1 if k == "op_sel_hi" else 0
+            out["opsel_a"] = out.get("opsel_a", 0) | int(m.group(1)) << shift
+            out["opsel_b"] = out.get("opsel_b", 0) | int(m.group(2)) << shift
         elif k == "op_sel" and re.fullmatch(r"\[0(,0)*\]", v):
             continue
         else:
@@ -135,10 +155,16 @@ def _mods(ins: Instr, row: MatrixInstruction, ctx: Ctx) -> dict[str, int]:
     for k in ("cbsz", "abid", "blgp"):
         if out.get(k) and row.modifier(k) is None:
             raise ctx.err(ins, f"{row.mnemonic} has no {k.upper()} modifier")
-    fmt = row.modifier("cbsz")
-    if fmt is not None and fmt.kind == "format":
-        raise ctx.err(ins, "f8f6f4 format selection (CBSZ/BLGP as formats) is not modelled yet")
     return out
+
+
+def _apply_scales(row: MatrixInstruction, A: np.ndarray, B: np.ndarray, bits: dict[str, np.ndarray]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Multiply each block of k of A (w, 1, M, K) and B (w, 1, K, N) by its decoded scale (exact)."""
+    fa = np.repeat(decode_scale(bits["SA"], row.scale("SA").fmt), row.scale("SA").block, axis=-1)
+    fb = np.repeat(decode_scale(bits["SB"], row.scale("SB").fmt), row.scale("SB").block, axis=-2)
+    with np.errstate(invalid="ignore"):
+        return A * fa[:, None], B * fb[:, None]
 
 
 def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
@@ -150,6 +176,7 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
         raise ctx.err(ins, f"{row.kind} instructions are not modelled")
     mods = _mods(ins, row, ctx)
     neg, neg_hi = mods.pop("neg", 0), mods.pop("neg_hi", 0)
+    scaled = row.scale_operands  # ("SA", "SB") on gfx950 v_mfma_scale_*
     try:
         check_neg(row, neg, neg_hi)
         lay_mods = dict(cbsz=mods.get("cbsz", 0), abid=mods.get("abid", 0), blgp=mods.get("blgp", 0),
@@ -161,13 +188,26 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
             plans["C"] = plans["D"]
         else:
             plans = {op: _plan(row, op, ctx.wave, **(lay_mods if op != "D" else plain)) for op in "ABCD"}
+        for op in scaled:
+            sel = {"opsel_a": mods.get("opsel_a", 0), "opsel_b": mods.get("opsel_b", 0)}
+            plans[op] = _plan(row, op, ctx.wave, **plain, **sel)
+        types = format_types(row, lay_mods["cbsz"], lay_mods["blgp"])  # f8f6f4: the formats CBSZ/BLGP name
     except TilesimError as e:
         raise ctx.err(ins, str(e)) from None
-    nregs = row.registers_for(ctx.wave)
-    if len(ins.operands) != 4:
-        raise ctx.err(ins, f"expected D, A, B, C operands, got {len(ins.operands)}")
+    nregs = dict(row.registers_for(ctx.wave))
+    for op, code in (("A", lay_mods["cbsz"]), ("B", lay_mods["blgp"])):
+        recipe = row.recipe(op, ctx.wave)
+        if isinstance(recipe, FormatGeometry):  # the tuple is 8/6/4 VGPRs as the format says (CDNA4 ISA §7.1.5)
+            nregs[op] = recipe.vgprs(code)
+    order = ["D", "A", "B", "K" if row.sparse else "C", *scaled]
+    if len(ins.operands) != len(order):
+        raise ctx.err(ins, f"expected {', '.join(order)} operands, got {len(ins.operands)}")
     regs: dict[str, object] = {}
-    for op, x in zip("DABK" if row.sparse else "DABC", ins.operands):
+    for op, x in zip(order[4:], ins.operands[4:]):
+        if not (isinstance(x, Reg) and x.file == "v" and x.count == 1 and not (x.neg or x.abs or x.half)):
+            raise ctx.err(ins, f"scale operand {op} form {x!r} not modelled (a VGPR; LLVM emits only VGPRs here)")
+        regs[op] = st.vbase(x)
+    for op, x in zip(order[:4], ins.operands[:4]):
         if isinstance(x, Reg) and x.file in ("v", "a") and not (x.neg or x.abs or x.half):
             if x.count != nregs[op]:
                 raise ctx.err(ins, f"operand {op} takes {nregs[op]} VGPRs, got {x.count}")
@@ -178,7 +218,7 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
             regs[op] = imm_bits(x, "b32", ctx, ins)
         else:
             raise ctx.err(ins, f"operand {op} form {x!r} not modelled")
-    (ta, tb, tc, td), neg = signed_types(row, neg)
+    (ta, tb, tc, td), neg = signed_types(row, neg, types)
     notes = st.notes
 
     raw: dict[str, np.ndarray] = {}
@@ -210,6 +250,13 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
                          f"(lane {rec[i, 4]} vs lane {rec[primary[flat[i]], 4]}); the lowest lane's copy was used")
         return decode(pf, t).astype(np.float64 if t.kind not in ("int", "uint") else np.int64).reshape(w.size, *shape)
 
+    def _scale_bits(op: str, w: np.ndarray) -> np.ndarray:
+        """The (w, rows, cols) scale bit patterns SA/SB read from their VGPR's selected byte."""
+        rec, flat, primary, shape, _ = plans[op]
+        r = np.zeros((w.size, ctx.wave, 2), _U32)
+        r[:, :, 0] = st.v[regs[op], w]
+        return _fields(r, rec)[:, primary].astype(np.int64).reshape(w.size, *shape[1:])
+
     dplan = plans["D"]
     d_reg = regs["D"]
     full = np.uint64((1 << ctx.wave) - 1)
@@ -220,9 +267,11 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
             raise ctx.err(ins, "EXEC is not all ones (the ISA leaves the result undefined)")
         A, B, C = gather("A", w), gather("B", w), gather("C", w)
         replace = None
-        if st.mma_hook is not None and not row.sparse:  # the layout audit (tilesim.isa.audit) sees every operand slot
+        if st.mma_hook is not None and not row.sparse and not scaled:  # the layout audit sees every operand slot
             replace = st.mma_hook(ins, row, w, {op: (plans[op][0], raw[op]) for op in "ABC"}, plans["D"][0])
         A, B, C = apply_negation(row, A, B, C, neg, neg_hi) if (neg or neg_hi) else (A, B, C)
+        if scaled:
+            A, B = _apply_scales(row, A, B, {op: _scale_bits(op, w) for op in scaled})
         if td.kind in ("int", "uint"):
             D = np.einsum("...mk,...kn->...mn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
             D = decode(encode(D, td), td)
