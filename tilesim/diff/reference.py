@@ -54,7 +54,7 @@ def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None)
     rtol = atol = 0.0
     k = _k_total(prog)
     for op in prog.walk():
-        if op.kind in ("mma", "mma_sparse"):
+        if op.kind in ("mma", "mma_sparse", "mma_scaled"):
             r, a = tolerance(lookup(op.attr("instr"), prog.target), k_terms=k)
             rtol, atol = max(rtol, r), max(atol, a)
     narrow = {op.out.dtype for op in prog.walk() if op.kind == "cast" and op.out is not None and op.out.dtype}

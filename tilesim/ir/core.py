@@ -29,6 +29,7 @@ lds_load_tr    lds, row0, col0                        instr (an LDS transpose re
 barrier        —                                      —
 mma            a, b, c                                instr, family, modifiers
 mma_sparse     a (compressed values), b, c, metadata  instr, family, modifiers
+mma_scaled     a, b, c, scale_a, scale_b              instr, family, modifiers (SA/SB: block scales)
 elementwise    x, y (frags or scalar constants)       op (a row of ops.ELEMENTWISE)
 cast           x                                      dtype
 convert        x                                      — (the result's layout)

@@ -300,6 +300,8 @@ KINDS: Mapping[str, OpKind] = _rows(
     OpKind("mma", ("frag", "frag", "frag"), "frag", _MMA_ATTRS),
     # SMFMAC/SWMMAC: (compressed A values, B, C, metadata bytes); tilesim/matrix/sparse.py
     OpKind("mma_sparse", ("frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS),
+    # a block-scaled mma (gfx950 v_mfma_scale_*): a, b, c, then the scale fragments of A and B (SA, SB)
+    OpKind("mma_scaled", ("frag", "frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS),
     OpKind("elementwise", ("frag", "any"), "frag", (Attr("op", _one_of(ELEMENTWISE)),)),
     OpKind("cast", ("frag",), "frag", (Attr("dtype", _dtype),)),
     OpKind("convert", ("frag",), "frag"),
@@ -365,7 +367,7 @@ def _emit_refusal(op: Any, prog: Any) -> str | None:
         if not v.layout.is_function():
             return ("a fragment layout where one register slot holds several elements (a broadcast) cannot be "
                     + ("moved through LDS" if k.startswith("lds") else "loaded or stored"))
-    if k in ("mma", "mma_sparse"):
+    if k in ("mma", "mma_sparse", "mma_scaled"):
         return _mma_refusal(op, prog)
     return None
 

@@ -40,7 +40,7 @@ from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import LAYOUT_MODIFIERS
-from tilesim.matrix.numerics import signed_types
+from tilesim.matrix.numerics import format_types, signed_types
 from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["check", "structure", "CheckReport", "Finding", "compare_layouts"]
@@ -116,7 +116,7 @@ def check(prog: Program) -> CheckReport:
     sources = _sources(prog)
     for i, op in enumerate(prog.walk()):
         where = f"op {i} ({op.kind})"
-        if op.kind in ("mma", "mma_sparse"):
+        if op.kind in ("mma", "mma_sparse", "mma_scaled"):
             _check_mma(rep, op, prog, where, sources)
         if op.kind == "elementwise":
             _check_elementwise(rep, op, where)
@@ -317,8 +317,15 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
         return
     mods = {k: v for k, v in raw if k in LAYOUT_MODIFIERS}
     neg = dict(raw).get("neg", 0)
+    scaled = op.kind == "mma_scaled"
+    if bool(row.scale_operands) != scaled:  # the scale builtin needs its scale operands; others have none
+        rep.findings.append(Finding("error", where, (
+            f"{row.mnemonic} reads block scales: use ts.mma(op, a, b, c, scale_a=..., scale_b=...)" if not scaled else
+            f"{row.mnemonic} has no block-scale operands; scaled mma needs a v_mfma_scale_* instruction")))
+        return
     try:
-        eff = signed_types(row, int(neg))[0] if isinstance(neg, int) else None
+        fmt = format_types(row, int(mods.get("cbsz", 0)), int(mods.get("blgp", 0)))  # f8f6f4: CBSZ/BLGP formats
+        eff = signed_types(row, int(neg), fmt)[0] if isinstance(neg, int) else None
     except (TilesimError, TypeError, ValueError):
         eff = None
     perms = {}
@@ -328,11 +335,15 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
     # CBSZ/ABID change which block's registers an MFMA reads, not where a load puts A: the
     # registers hold A as the plain layout says (tilesim/matrix/registers.py)
     held = {k: v for k, v in mods.items() if _kind(row, k) != "broadcast"}
-    for name, v in zip("ABC", op.args):
+    names = ("A", "B", "C", *row.scale_operands)  # SA/SB: block scales (gfx950 v_mfma_scale_*)
+    for name, v in zip(names, op.args):
         if not isinstance(v, Value) or v.kind != "frag" or v.layout is None:
             rep.findings.append(Finding("error", f"{where} operand {name}", f"not a fragment: {v!r}"[:200]))
             continue
-        want_t = eff["ABC".index(name)] if eff is not None else dtype(row.types["ABC".index(name)])
+        if name in row.scale_operands:
+            want_t = dtype(row.scale(name, prog.wave_size).fmt)
+        else:
+            want_t = eff["ABC".index(name)] if eff is not None else dtype(row.types["ABC".index(name)])
         if v.dtype and dtype(v.dtype).reg_bits != want_t.reg_bits:
             rep.findings.append(Finding("error", f"{where} operand {name}",
                                         f"{v.dtype} fragment but {row.mnemonic} reads {want_t.name}"))

@@ -37,19 +37,18 @@ from tilesim.ir.ops import BINOPS, ELEMENTWISE, REDUCE
 from tilesim.ir.verify import structure
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
-from tilesim.matrix.numerics import apply_negation, cast, check_neg, dot_exact, quantize, signed_types
+from tilesim.matrix.numerics import cast, quantize
 from tilesim.wave.codec import Codec, codec
 from tilesim.wave.fused import run_fused_loop
 from tilesim.wave.inputs import check_inputs
-from tilesim.wave.mma_forms import dense_operands, operand_codecs, per_block, unblock
 from tilesim.wave.lds_tr import run_lds_load_tr
 from tilesim.wave.provenance import Provenance, ProvenanceMap
-from tilesim.wave.kernels import HAVE_NUMBA, batched_dot, gather_windows, lds_bank_cycles, lds_races
+from tilesim.wave.kernels import HAVE_NUMBA, gather_windows, lds_bank_cycles, lds_races
+from tilesim.wave.mma import run_mma
 
 __all__ = ["simulate", "SimResult", "Report"]
 
 _SEG = 64  # bytes per global memory transaction
-_MMA_CHUNK = 1 << 18  # an mma runs its waves in chunks of about this many elements per operand tile (float64)
 
 
 @dataclass
@@ -485,67 +484,13 @@ class _Sim:
 
     # ------------------------------------------------------------------ math
     def op_mma(self, op: Op) -> None:
-        row = lookup(op.attr("instr"), self.p.target)
-        mods = dict(op.attr("modifiers") or ())
-        neg, neg_hi = mods.get("neg", 0), mods.get("neg_hi", 0)
-        check_neg(row, neg, neg_hi)
-        dts, neg = signed_types(row, neg)  # iu8/iu4: NEG bit 0 = A signed, bit 1 = B signed
-        types = [d.name for d in dts]
-        lays, regs = row.operand_layouts(self.L, mods), row.registers_for(self.L)
-        hws = operand_codecs(row, self.L, mods, types, lays, regs)  # sparse and multi-block: tilesim/wave/mma_forms.py
-        hw_d = codec(lays["D"], row.types[3], regs["D"])
-        td = dtype(row.types[3])
-        # waves in chunks whose float64 tiles stay small (memory O(chunk), not O(waves)); every wave's
-        # result depends on that wave alone, and the replication notes still name each operand's first bad copy
-        per_wave = max(hws[n].rows * hws[n].cols for n in "ABC")
-        step = max(1, _MMA_CHUNK // max(1, per_wave))
-        out = np.empty((self.G, hw_d.lanes, hw_d.nregs), np.uint32)
-        bad_count = dict.fromkeys(hws, 0)
-        first_bad: dict[str, tuple[int, int, int]] = {}
-        for g0 in range(0, self.G, step):
-            g1 = min(self.G, g0 + step)
-            tiles = {}
-            for name, v in zip(hws, op.args):  # A, B, C (, index)
-                hw = hws[name]
-                regs = self.regs[v.id][g0:g1]
-                if regs.shape[-1] != hw.nregs:  # a declared fragment of another size: the hardware reads its registers
-                    fixed = np.zeros((g1 - g0, hw.lanes, hw.nregs), np.uint32)
-                    n = min(hw.nregs, regs.shape[-1])
-                    fixed[:, :, :n] = regs[:, :, :n]
-                    regs = fixed
-                tile, bad = hw.tile(regs)
-                if bad.any():
-                    bad_count[name] += int(bad.sum())
-                    if name not in first_bad:
-                        g, i, j = (int(x) for x in np.argwhere(bad)[0])
-                        first_bad[name] = (g0 + g, i, j)
-                tiles[name] = tile
-            tiles = dense_operands(row, tiles)
-            if neg or neg_hi:
-                A, B, C = apply_negation(row, tiles["A"], tiles["B"], tiles["C"], neg, neg_hi)
-            else:  # apply_negation without negation is a float64 copy
-                A, B, C = (np.asarray(tiles[x], np.float64) for x in "ABC")
-            A, B, C = per_block(row, A, B, C)  # one product per block
-            if td.kind in ("int", "uint"):
-                D = np.einsum("gmk,gkn->gmn", A.astype(np.int64), B.astype(np.int64)) + C.astype(np.int64)
-            elif self.exact:
-                D = np.stack([dot_exact(A[g], B[g], C[g], td.name) for g in range(g1 - g0)])
-            else:
-                D = batched_dot(A, B, C)
-            D = unblock(row, D)
-            if td.name not in ("f32", "i32"):  # for these, encoding a value already rounded gives the same bits
-                D = quantize(D, td.name)
-            out[g0:g1] = hw_d.from_tile(D)  # registers as the hardware writes D
-        for name in hws:
-            if bad_count[name]:
-                self.rep.replication_count += bad_count[name]
-                g, i, j = first_bad[name]
-                lanes = sorted({int(r[4]) for r in hws[name].rec if r[1] == i and r[2] == j})
-                self._note(self.rep.replication, f"{row.mnemonic} {name}[{i}][{j}]: copies in lanes {lanes} differ "
-                           f"({self._where(g)}); the hardware may read any copy")
-        self.set_frag(op.out, out)
+        run_mma(self, op)
 
-    op_mma_sparse = op_mma  # the same, with the metadata as a fourth operand (mma_forms.operand_codecs)
+    def op_mma_scaled(self, op: Op) -> None:
+        run_mma(self, op)
+
+    def op_mma_sparse(self, op: Op) -> None:
+        run_mma(self, op)  # the same, with the metadata as a fourth operand (mma_forms.operand_codecs)
 
     def op_elementwise(self, op: Op) -> None:
         x, y = op.args
