@@ -23,7 +23,7 @@ import numpy as np
 import tilesim as ts
 
 BLOCK = 32  # k per scale (OCP MX)
-CONFIGS = [("gfx950", "v_mfma_scale_f32_16x16x128_f8f6f4"), ("gfx950", "v_mfma_scale_f32_32x32x64_f8f6f4")]
+CONFIGS = [("gfx950", "v_mfma_scale_f32_16x16x128_f8f6f4"), ("gfx950", "v_mfma_scale_f32_32x32x64_f8f6f4")]  # (target, instruction)
 
 
 @ts.kernel
@@ -81,5 +81,6 @@ if __name__ == "__main__":
         arrays = inputs(prog)
         got = ts.simulate(prog, **arrays)["C"]
         ref = reference(**arrays)["C"]
-        print(f"{prog.target} {prog.options['mma']}: max |C - float64| / max |C| = "
+        mma = next(op.attr("instr") for op in prog.walk() if op.kind == "mma_scaled")
+        print(f"{prog.target} {mma}: max |C - float64| / max |C| = "
               f"{np.abs(got - ref).max() / np.abs(ref).max():.2e}")
