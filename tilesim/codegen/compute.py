@@ -3,6 +3,8 @@ and ``reduce``/``convert`` through a per-wave LDS scratch tile."""
 
 from __future__ import annotations
 
+import re
+
 from tilesim.codegen.common import CodegenError, _f32_literal, _int, _row
 from tilesim.codegen.element_ops import emit_cast, emit_convert, emit_elementwise, emit_reduce
 from tilesim.codegen.mma_forms import sparse_index_arg
@@ -16,30 +18,42 @@ from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.probe import c_type
 
 
+def _vgprs_of(tok: str) -> int:
+    """32-bit registers of a builtin operand type token (``v8i32`` 8, ``i32`` 1, ``v4f16`` 2)."""
+    m = re.fullmatch(r"(?:v(\d+))?([a-z]+)(\d+)", tok)
+    if not m:
+        return 0
+    return -(-int(m.group(1) or 1) * int(m.group(3)) // 32)
+
+
 class ComputeOps:
     """``_Gen``'s compute ops (a mixin: state lives in :class:`tilesim.codegen.hip._Gen`)."""
 
     def op_mma(self, op: Op, d: int) -> None:
         row = lookup(op.attr("instr"), self.p.target)
         mods = dict(op.attr("modifiers") or ())
-        a, b, c = (self.frag(x) for x in op.args[:3])
+        ops = tuple(self.frag(x) for x in op.args[:3])  # A, B, C
         out = self.frag(op.out)
         if op.kind == "mma_sparse":  # the metadata fragment is the index VGPR (tilesim/matrix/sparse.py)
             idx, mods = sparse_index_arg(row, self.p.wave_size, self.frag(op.args[3]), mods)
-            self.emit(d, self._amd_call(row, (a, b, c, idx), out, mods) + ";")
+            self.emit(d, self._amd_call(row, (*ops, idx), out, mods) + ";")
             return
+        ops += tuple(self.frag(x) for x in op.args[3:])  # mma_scaled: SA, SB
         nd = row.registers_for(self.p.wave_size)["D"]
         if nd != op.out.layout.registers_per_lane():
             raise CodegenError(f"{row.mnemonic} writes {nd} VGPRs of D; the declared accumulator spans "
                                f"{op.out.layout.registers_per_lane()}")
         if self.amd:
-            self.emit(d, self._amd_call(row, (a, b, c), out, mods) + ";")
+            regs = tuple(x.layout.registers_per_lane() for x in op.args)
+            self.emit(d, self._amd_call(row, ops, out, mods, regs) + ";")
         else:
-            self._ptx_call(row, (a, b, c), out, d)
+            self._ptx_call(row, ops, out, d)
 
     op_mma_sparse = op_mma
+    op_mma_scaled = op_mma  # the scale fragments SA, SB are the builtin's scale operands (one VGPR each)
 
-    def _amd_call(self, row: MatrixInstruction, ops: tuple[str, ...], out: str, mods: dict[str, int]) -> str:
+    def _amd_call(self, row: MatrixInstruction, ops: tuple[str, ...], out: str, mods: dict[str, int],
+                  regs: tuple[int, ...] = ()) -> str:
         bi = row.builtin_for(self.p.wave_size)
         if bi is None:
             raise CodegenError(f"{row.mnemonic} has no clang builtin for wave{self.p.wave_size}")
@@ -49,13 +63,20 @@ class ComputeOps:
             raise CodegenError(f"modifiers {', '.join(unfed)} on {row.mnemonic} are not emitted yet "
                                f"({bi.name} carries none of those bits)")
         if len(bi.operand_types) != len(ops):
+            want = ", ".join(("A", "B", "C", *(("index",) if row.sparse else ()), *row.scale_operands))
             raise CodegenError(f"{row.mnemonic}: {bi.name} takes {len(bi.operand_types)} operands "
-                               f"({', '.join(bi.operand_types)}); a program passes A, B, C only (not emitted yet)")
+                               f"({', '.join(bi.operand_types)}: {want}); the program passes {len(ops)}")
         args = []
-        for tok, x in zip(bi.operand_types, ops):
+        for i, (tok, x) in enumerate(zip(bi.operand_types, ops)):
             ty, td = c_type(tok)
             if td:
                 self.vectors.add(td)
+            have, want = (regs[i] if i < len(regs) else 0), _vgprs_of(tok)
+            if have and have < want:
+                # gfx950 f8f6f4: fp6/fp4 A/B fill 6/4 of the builtin's 8 VGPRs; the rest are zero (the
+                # compiler passes only the format's tuple, e.g. v[6:9] for fp4)
+                self.structs.add(want)
+                x = f"ts_r{want}{{{{{', '.join([f'{x}.r[{r}]' for r in range(have)] + ['0u'] * (want - have))}}}}}"
             args.append(f"__builtin_bit_cast({ty}, {x})")
         rty, td = c_type(bi.ret)
         if td:

@@ -349,9 +349,12 @@ def store(ref: _TileRef, frag: Frag, *, transpose: bool = False) -> None:
     t.emit("store", None, (frag.value, ref.row0, ref.col0), tensor=ref.tensor.name, transpose=bool(transpose))
 
 
-def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, *, index: Frag | None = None, **mods: int) -> Frag:
+def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, *, index: Frag | None = None, scale_a: Frag | None = None,
+        scale_b: Frag | None = None, **mods: int) -> Frag:
     """``D = A·B + C``. Sparse rows (SMFMAC/SWMMAC) take ``a`` = the compressed values and
-    ``index`` = the metadata bytes, both loaded through ``op.layout("A")`` / ``op.layout("index")``."""
+    ``index`` = the metadata bytes, both loaded through ``op.layout("A")`` / ``op.layout("index")``.
+    ``scale_a``/``scale_b`` (fragments in ``op.layout("SA")``/``op.layout("SB")``) make it the
+    block-scaled form (gfx950 ``v_mfma_scale_*``)."""
     if not isinstance(op, MmaOp):
         raise VerifyError("ts.mma's first argument is ts.mma_op(mnemonic)")
     if op.row.sparse != (index is not None):
@@ -359,14 +362,19 @@ def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, *, index: Frag | None = None, **mo
                           if op.row.sparse else f"{op.row.mnemonic} is dense: it takes no index= operand")
     if index is not None and not isinstance(index, Frag):
         raise VerifyError(f"index= takes the metadata fragment (ts.load(..., op.layout('index'))), got {index!r}"[:200])
+    if (scale_a is None) != (scale_b is None):
+        raise VerifyError("ts.mma takes scale_a and scale_b together (the block scales of A and of B)")
+    scales = () if scale_a is None else (scale_a, scale_b)
+    if not all(isinstance(s, Frag) for s in scales):
+        raise VerifyError("scale_a and scale_b are fragments, e.g. ts.load(SA[...], op.layout('SA'))")
     t = _tr()
     d = op.row.dtypes[3]
     # The result carries the accumulator's *declared* layout (what the program believes D looks
     # like, used by its epilogue); the simulator writes the registers the way the hardware does.
     out = t.value("frag", dtype=d.name, layout=c.layout.with_elem_bits(d.reg_bits))
-    args = (a.value, b.value, c.value) + ((index.value,) if index is not None else ())
-    t.emit("mma_sparse" if index is not None else "mma", out, args, instr=op.row.mnemonic, family=op.row.family,
-           modifiers=tuple(sorted(mods.items())))
+    args = (a.value, b.value, c.value) + ((index.value,) if index is not None else ()) + tuple(s.value for s in scales)
+    kind = "mma_sparse" if index is not None else "mma_scaled" if scales else "mma"
+    t.emit(kind, out, args, instr=op.row.mnemonic, family=op.row.family, modifiers=tuple(sorted(mods.items())))
     return Frag(out)
 
 
