@@ -41,10 +41,10 @@ def installed(row: Any, operand: str, wave: int, layout: Layout):
     """The catalog with ``row``'s default-modifier ``operand`` layout (wave ``wave``) replaced."""
     real = _instruction._layout_cached
 
-    def patched(ins, op, w, cbsz, abid, blgp, opsel):
-        if ins is row and op == operand and w == wave and not (cbsz or abid or blgp or opsel):
+    def patched(ins, op, w, cbsz, abid, blgp, opsel, *scale_sel):  # scale_sel: opsel_a, opsel_b (gfx950 SA/SB)
+        if ins is row and op == operand and w == wave and not (cbsz or abid or blgp or opsel or any(scale_sel)):
             return layout
-        return real(ins, op, w, cbsz, abid, blgp, opsel)
+        return real(ins, op, w, cbsz, abid, blgp, opsel, *scale_sel)
 
     _instruction._layout_cached = patched
     try:
