@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import tilesim as ts
+import tilesim.wave.mma as mma_mod
 import tilesim.wave.sim as sim_mod
 from examples import lds_gemm as LG
 from tilesim.matrix import lookup
@@ -128,9 +129,9 @@ def test_mma_in_wave_chunks_is_the_whole_batch(monkeypatch: pytest.MonkeyPatch) 
     replicated = 0
     for prog, arrays, kw in cases:
         whole = ts.simulate(prog, **arrays, **kw)
-        monkeypatch.setattr(sim_mod, "_MMA_CHUNK", 1)
+        monkeypatch.setattr(mma_mod, "MMA_CHUNK", 1)  # the mma lives in tilesim.wave.mma
         chunked = ts.simulate(prog, **arrays, **kw)
-        monkeypatch.setattr(sim_mod, "_MMA_CHUNK", 1 << 18)
+        monkeypatch.setattr(mma_mod, "MMA_CHUNK", 1 << 18)
         _same(whole, chunked)
         replicated += whole.report.replication_count
     assert replicated > 0
