@@ -23,7 +23,8 @@ import numpy as np
 import tilesim as ts
 
 BLOCK = 32  # k per scale (OCP MX)
-CONFIGS = [("gfx950", "v_mfma_scale_f32_16x16x128_f8f6f4"), ("gfx950", "v_mfma_scale_f32_32x32x64_f8f6f4")]  # (target, instruction)
+# (target, instruction)
+CONFIGS = [("gfx950", "v_mfma_scale_f32_16x16x128_f8f6f4"), ("gfx950", "v_mfma_scale_f32_32x32x64_f8f6f4")]
 
 
 @ts.kernel

@@ -21,14 +21,16 @@ from tilesim.hw import offline
 from tilesim.matrix import lookup
 
 SNAP = Path(__file__).parent / "snapshots"
-EXAMPLES = ["gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm", "sparse_gemm", "batched_small_gemm", "mxfp8_gemm"]
+EXAMPLES = ["gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm", "sparse_gemm", "batched_small_gemm",
+            "mxfp8_gemm"]
 PROGRAMS = [(m, p) for m in EXAMPLES for p in importlib.import_module(f"examples.{m}").programs()]
 AMD = [(m, p) for m, p in PROGRAMS if p.target.startswith("gfx")]
 NVIDIA = [(m, p) for m, p in PROGRAMS if p.target.startswith("sm_")]
 
 
 def _mma_mnemonics(p) -> set[str]:
-    return {lookup(op.attr("instr"), p.target).mnemonic for op in p.walk() if op.kind in ("mma", "mma_sparse", "mma_scaled")}
+    return {lookup(op.attr("instr"), p.target).mnemonic for op in p.walk()
+            if op.kind in ("mma", "mma_sparse", "mma_scaled")}
 
 
 def test_emitted_gemm_matches_its_snapshot_and_is_deterministic():

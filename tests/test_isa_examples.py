@@ -18,7 +18,8 @@ import pytest
 import tilesim as ts
 from tilesim.isa import emulate_program
 
-EXAMPLES = ("gemm", "gemm_abt", "int8_gemm", "lds_gemm", "fp8_gemm", "port_cdna3", "sparse_gemm", "batched_small_gemm", "mxfp8_gemm")
+EXAMPLES = ("gemm", "gemm_abt", "int8_gemm", "lds_gemm", "fp8_gemm", "port_cdna3", "sparse_gemm", "batched_small_gemm",
+            "mxfp8_gemm")
 # the emulator models these families and wave sizes (tilesim.isa); other programs of the examples are skipped here
 EMULATED = {("cdna3", 64), ("cdna4", 64), ("rdna3", 32), ("rdna4", 32)}
 

@@ -71,12 +71,12 @@ class ComputeOps:
             ty, td = c_type(tok)
             if td:
                 self.vectors.add(td)
-            have, want = (regs[i] if i < len(regs) else 0), _vgprs_of(tok)
-            if have and have < want:
+            have, need = (regs[i] if i < len(regs) else 0), _vgprs_of(tok)
+            if have and have < need:
                 # gfx950 f8f6f4: fp6/fp4 A/B fill 6/4 of the builtin's 8 VGPRs; the rest are zero (the
                 # compiler passes only the format's tuple, e.g. v[6:9] for fp4)
-                self.structs.add(want)
-                x = f"ts_r{want}{{{{{', '.join([f'{x}.r[{r}]' for r in range(have)] + ['0u'] * (want - have))}}}}}"
+                self.structs.add(need)
+                x = f"ts_r{need}{{{{{', '.join([f'{x}.r[{r}]' for r in range(have)] + ['0u'] * (need - have))}}}}}"
             args.append(f"__builtin_bit_cast({ty}, {x})")
         rty, td = c_type(bi.ret)
         if td:

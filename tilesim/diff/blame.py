@@ -50,7 +50,8 @@ def blame(res: SimResult, name: str, bad: np.ndarray, got: np.ndarray, limit: in
     idx = np.argwhere(bad)
     if prov is None or idx.size == 0:
         return [], ""
-    producers = {op.out.id: op for op in res.program.walk() if op.out is not None and op.kind in ("mma", "mma_sparse", "mma_scaled")}
+    producers = {op.out.id: op for op in res.program.walk()
+                 if op.out is not None and op.kind in ("mma", "mma_sparse", "mma_scaled")}
     lines = []
     for i, j in idx[:limit]:
         wg, wave, lane, vgpr, lo, vid = (int(x) for x in prov[i, j])

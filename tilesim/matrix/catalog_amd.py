@@ -77,7 +77,8 @@ def parse_clang_type(sig: str) -> tuple[str, tuple[str, ...]]:
 IMMEDIATES = {imm.name: imm for imm in (
     Immediate("cbsz", "cbsz"), Immediate("abid", "abid"), Immediate("blgp", "blgp"),
     Immediate("a_signed", "neg", 0, 1), Immediate("b_signed", "neg", 1, 1), Immediate("opsel_hi", "opsel", 2, 1),
-    Immediate("clamp"), Immediate("reuse_a"), Immediate("reuse_b"), Immediate("opsel_a", "opsel_a"), Immediate("opsel_b", "opsel_b"),
+    Immediate("clamp"), Immediate("reuse_a"), Immediate("reuse_b"),
+    Immediate("opsel_a", "opsel_a"), Immediate("opsel_b", "opsel_b"),
     Immediate("neg_a"), Immediate("neg_b"), Immediate("c_mod"),
 )}
 MFMA_IMMS = ("cbsz", "abid", "blgp")

@@ -298,7 +298,8 @@ def format_types(ins: MatrixInstruction, cbsz: int = 0, blgp: int = 0) -> tuple[
         if isinstance(recipe, FormatGeometry):
             legal = [f[0] for f in recipe.formats]
             if code not in legal:
-                raise ModifierError(f"{recipe.modifier}={code} is not a format of {ins.mnemonic}; legal: {choices(legal)}")
+                raise ModifierError(f"{recipe.modifier}={code} is not a format of {ins.mnemonic}; "
+                                    f"legal: {choices(legal)}")
             out[i] = recipe.dtype(code)
     return out[0], out[1], out[2], out[3]
 
