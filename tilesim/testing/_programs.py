@@ -88,8 +88,10 @@ def _kernel(types: tuple[str, str, str, str], epilogue: tuple[tuple[str, int], .
 
 
 def _dsl_placements(arch: object, kind: object, wave_size: int | None) -> list[InstructionOnTarget]:
-    # tile programs take single-block, dense instructions (ts.mma_op / MmaOp.layout refuse others)
-    return _placements(arch, kind, wave_size, False, 1)  # type: ignore[arg-type]
+    # single-block, dense instructions; block-scaled rows (gfx950 v_mfma_scale_*) need SA/SB operands
+    # this GEMM does not draw (check refuses them without; examples/mxfp8_gemm.py covers them)
+    places = _placements(arch, kind, wave_size, False, 1)  # type: ignore[arg-type]
+    return [p for p in places if not p.instruction.scale_operands]
 
 
 def _check_limits(max_tiles: int, max_k_steps: int) -> None:
