@@ -8,6 +8,10 @@ import os
 
 import pytest
 
+# the simulator's compiled kernels from the first call (tests compare them with the numpy
+# fallbacks; tilesim.wave.kernels.JIT_AFTER defers them for small programs otherwise)
+os.environ.setdefault("TILESIM_JIT_AFTER", "0")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--full", action="store_true", help="run slow sweeps (every target, every modifier)")

@@ -5,7 +5,7 @@ and the compact store provenance.
 References: hand-worked races on a few bytes (the rule: two waves of a workgroup touch a byte, at
 least one writing, with no barrier between), a per-element loop for the last writer of each
 element, and whole simulations with the compiled kernels switched off
-(``tilesim.wave.sim.HAVE_NUMBA = False`` runs the numpy versions) or with one wave per mma chunk."""
+(``tilesim.wave.kernels.HAVE_NUMBA = False`` runs the numpy versions) or with one wave per mma chunk."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import tilesim as ts
+import tilesim.wave.kernels as kernels
 import tilesim.wave.mma as mma_mod
-import tilesim.wave.sim as sim_mod
 from examples import lds_gemm as LG
 from tilesim.matrix import lookup
 from tilesim.wave.kernels import HAVE_NUMBA, lds_races
@@ -66,7 +66,7 @@ def test_hand_worked_races() -> None:
 
 def _both(prog: ts.Program, arrays: dict[str, np.ndarray], monkeypatch: pytest.MonkeyPatch):
     on = ts.simulate(prog, **arrays)
-    monkeypatch.setattr(sim_mod, "HAVE_NUMBA", False)
+    monkeypatch.setattr(kernels, "HAVE_NUMBA", False)
     off = ts.simulate(prog, **arrays)
     monkeypatch.undo()
     return on, off
@@ -129,7 +129,7 @@ def test_mma_in_wave_chunks_is_the_whole_batch(monkeypatch: pytest.MonkeyPatch) 
     replicated = 0
     for prog, arrays, kw in cases:
         whole = ts.simulate(prog, **arrays, **kw)
-        monkeypatch.setattr(mma_mod, "MMA_CHUNK", 1)  # the mma lives in tilesim.wave.mma
+        monkeypatch.setattr(mma_mod, "MMA_CHUNK", 1)
         chunked = ts.simulate(prog, **arrays, **kw)
         monkeypatch.setattr(mma_mod, "MMA_CHUNK", 1 << 18)
         _same(whole, chunked)

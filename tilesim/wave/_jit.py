@@ -168,3 +168,61 @@ def _bank_cycles(addr, rec_of_vgpr, starts, banks, active):  # pragma: no cover 
                         most = count[bk]
             total += max(most, 1) - 1
     return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _step_waves(g0, g1, abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K, out):  # pragma: no cover
+    """Waves ``g0:g1`` of one f32-accumulating mma step (see :func:`tilesim.wave.kernels.mma_step`)
+    into ``out``; True when a result was NaN."""
+    G, M, N = c.shape
+    MN = M * N
+    at = np.empty(K * M, np.float64)
+    b = np.empty(K * N, np.float64)
+    d = np.empty(MN, np.float64)
+    nan = False
+    for g in range(g0, g1):
+        a0, b0 = abase[g], bbase[g]
+        for m in range(M):
+            for k in range(K):
+                s = idx_a[m * K + k]
+                at[k * M + m] = lut_a[abits[a0 + s]] if s >= 0 else 0.0
+        for k in range(K):
+            for n in range(N):
+                s = idx_b[k * N + n]
+                b[k * N + n] = lut_b[bbits[b0 + s]] if s >= 0 else 0.0
+        d[:] = 0.0
+        # each d[m, n] sums its products from +0 in k order (k outermost only interleaves the sums)
+        for k in range(K):
+            for m in range(M):
+                x = at[k * M + m]
+                for n in range(N):
+                    d[m * N + n] += x * b[k * N + n]
+        for m in range(M):
+            for n in range(N):
+                v = d[m * N + n] + np.float64(c[g, m, n])
+                if v != v:
+                    nan = True
+                out[g, m, n] = np.float32(v)
+    return nan
+
+
+@numba.njit(cache=True, nogil=True)
+def _mma_step_f32(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K):  # pragma: no cover - compiled
+    """One f32-accumulating mma step per wave from the operands' encoded bits: see
+    :func:`tilesim.wave.kernels.mma_step`. Returns (D as float32 [G, M, N], whether a result was NaN)."""
+    out = np.empty(c.shape, np.float32)
+    nan = _step_waves(0, c.shape[0], abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K, out)
+    return out, nan
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _mma_step_f32_parallel(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K):  # pragma: no cover
+    """:func:`_mma_step_f32` on numba's threads, 64 waves a task (each wave's result is its own)."""
+    G = c.shape[0]
+    out = np.empty(c.shape, np.float32)
+    tasks = (G + 63) // 64
+    nan = np.zeros(tasks, np.bool_)
+    for t in numba.prange(tasks):
+        nan[t] = _step_waves(t * 64, min(G, t * 64 + 64), abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b,
+                             c, K, out)
+    return out, nan.any()

@@ -32,7 +32,9 @@ from tilesim.ir.core import Op, Program, Value
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype
 from tilesim.wave.codec import Codec, codec
-from tilesim.wave.kernels import HAVE_NUMBA, mma_chain
+from tilesim.wave.images import TileImage
+from tilesim.wave import kernels
+from tilesim.wave.kernels import mma_chain
 
 __all__ = ["LoopHost", "run_fused_loop"]
 
@@ -51,7 +53,7 @@ class LoopHost(Protocol):
     L: int  # wave size
     active: np.ndarray
     tensors: dict[str, np.ndarray]
-    regs: dict[int, np.ndarray]
+    regs: Any  # tilesim.wave.images.Registers: images, or TileImages encoded when read
     scal: dict[int, np.ndarray]
     vals: dict[int, Value]
     trace: dict[int, list[np.ndarray]]
@@ -175,19 +177,21 @@ def _plan(sim: LoopHost, loop: Op) -> _Plan | None:
 def run_fused_loop(sim: LoopHost, loop: Op, iters: list[int]) -> int:
     """Run ``iters[:-1]`` of ``loop`` fused when the loop and the data allow it; returns how many
     iterations ran (0: none, the caller runs them all step by step)."""
-    if not HAVE_NUMBA or sim.exact or len(iters) < 3 or not sim.active.all() or os.environ.get("TILESIM_NO_FUSE"):
+    if sim.exact or len(iters) < 3 or not sim.active.all() or os.environ.get("TILESIM_NO_FUSE"):
         return 0
     key = ("fused-plan", id(loop))
     if key not in sim.memo:
         sim.memo[key] = _plan(sim, loop)
     plan = sim.memo[key]
-    if plan is None:
+    if plan is None or not kernels.available(sim.G * (len(iters) - 1) * plan.hw_c.rows * plan.hw_c.cols
+                                             * plan.a.tile[1]):
         return 0
     fused = iters[:-1]
     T = len(fused)
     bases = {}
-    for opnd in (plan.a, plan.b):
-        bases[opnd.load.out.id] = np.empty((T, sim.G), np.int64)
+    for opnd in (plan.a, plan.b):  # int32 where the offsets fit (peak memory)
+        size = sim.tensors[opnd.load.attr("tensor")].size
+        bases[opnd.load.out.id] = np.empty((T, sim.G), np.int32 if size < 2**31 // 64 else np.int64)
     for t, it in enumerate(fused):  # scalar index arithmetic, exactly as the step-by-step loop computes it
         sim.scal[loop.out.id] = np.full(sim.G, it, np.int64)
         for op in plan.scalar_ops:
@@ -199,15 +203,19 @@ def run_fused_loop(sim: LoopHost, loop: Op, iters: list[int]) -> int:
             if not sim.in_bounds(name, opnd.decl, row0, col0, tr):
                 return 0
             bases[ld.out.id][t] = row0 * sim.tensors[name].shape[1] + col0
-    c_regs = sim.regs[plan.init.id]
-    tile, bad = plan.hw_c.tile(c_regs)
-    if bad.any():
+    init = sim.regs.raw(plan.init.id)
+    if isinstance(init, TileImage) and init.tile is not None and init.zero:
+        acc = np.zeros((sim.G, plan.hw_c.rows, plan.hw_c.cols), np.float32)  # all-zero registers: +0.0
+    else:
+        acc = _acc_tile(plan, sim.regs[plan.init.id])
+    if acc is None:
         return 0
     operands = []
     for opnd in (plan.a, plan.b):
         ld = opnd.load
         operands += [_values(sim, ld.attr("tensor"), opnd), bases[ld.out.id], opnd.off]
-    acc = mma_chain(*operands, np.ascontiguousarray(tile, np.float32), plan.a.tile[1])
+    acc = mma_chain(*operands, acc, plan.a.tile[1], inplace=True)
+    del operands
     if acc is None:
         return 0
     # the state the step-by-step iterations would leave that the last iteration and the report read
@@ -215,9 +223,20 @@ def run_fused_loop(sim: LoopHost, loop: Op, iters: list[int]) -> int:
         sim.rep.ops[op.kind] += T
     for opnd in (plan.a, plan.b):
         ld = opnd.load
-        sim.count_transactions(ld.attr("tensor"), opnd.decl, bases[ld.out.id], bool(ld.attr("transpose")))
-    regs = plan.hw_d.from_tile(acc)
+        sim.count_transactions(ld.attr("tensor"), opnd.decl, bases.pop(ld.out.id), bool(ld.attr("transpose")))
+    regs = TileImage(plan.hw_d, acc)  # encoded when something other than the next mma reads it
     sim.regs[plan.init.id] = regs
     sim.regs[plan.mma.out.id] = regs
     sim.vals[plan.mma.out.id] = plan.mma.out
     return T
+
+
+def _acc_tile(plan: _Plan, c_regs: np.ndarray) -> np.ndarray | None:
+    """The accumulator's f32 tile ``[G, rows, cols]`` read from its register image as the mma reads
+    C, or None when copies of an element disagree (the step-by-step path reports them)."""
+    hw = plan.hw_c
+    if hw._tile_plan[2].size:  # replicated C: the general read, which finds disagreeing copies
+        tile, bad = hw.tile(c_regs)
+        return None if bad.any() else np.ascontiguousarray(tile, np.float32)
+    view = hw.slot_view(c_regs)  # f32 slots read as float32: the decoded values, without a float64 copy
+    return np.take(view, hw._tile_plan[1], axis=-1).view(np.float32).reshape(-1, hw.rows, hw.cols)

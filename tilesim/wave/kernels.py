@@ -1,28 +1,71 @@
 """Compiled inner loops of the simulator: numba, JIT-cached on disk (``cache=True``), each with a
-numpy fallback that gives the same bits, so numba stays optional. The numba functions live in
-:mod:`tilesim.wave._jit`, imported on first use (importing numba costs about 0.35 s, which every
-``import tilesim`` used to pay)."""
+numpy fallback that gives the same bits, so numba stays optional (the ``fast`` extra; a base
+install simulates without it, slower). The numba functions live in :mod:`tilesim.wave._jit`,
+imported on first use (importing numba costs about 0.35 s, which every ``import tilesim`` used to
+pay); a numba that is missing or fails to import (say, built for another numpy) means the
+fallbacks. Every function here returns None (or takes its numpy path) when the kernels are off."""
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from types import ModuleType
 
 import numpy as np
 
-HAVE_NUMBA = importlib.util.find_spec("numba") is not None
-_PARALLEL_MACS = 1 << 26  # a fused chain this large runs on threads; smaller ones in one (no pool hand-offs)
 
-__all__ = ["HAVE_NUMBA", "batched_dot", "gather_windows", "lds_bank_cycles", "lds_races", "mma_chain"]
+
+def _find_numba() -> bool:
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):  # a blocked or half-installed package
+        return False
+
+
+HAVE_NUMBA = _find_numba()  # numba is installed (tests set this False to run the numpy fallbacks)
+_PARALLEL_MACS = 1 << 26  # a fused chain this large runs on threads; smaller ones in one (no pool hand-offs)
+_PARALLEL_STEP_MACS = 1 << 23  # an mma step (every wave, one k-step) this large runs on threads
+
+__all__ = ["HAVE_NUMBA", "available", "batched_dot", "gather_windows", "lds_bank_cycles", "lds_races", "mma_chain",
+           "mma_step"]
 
 
 @functools.lru_cache(maxsize=1)
-def _jit() -> ModuleType:
-    """The compiled kernels (imports numba on first use; only called when :data:`HAVE_NUMBA`)."""
-    import tilesim.wave._jit as jit
-
+def _import_jit() -> ModuleType | None:
+    try:
+        import tilesim.wave._jit as jit
+    except ImportError:  # numba present but unusable: the numpy fallbacks, same bits
+        return None
     return jit
+
+
+# Tiered: importing numba and loading the kernels from its disk cache costs about 1 s (compiling
+# them on a fresh machine 2-4 s), more than a small program's whole simulation on the numpy
+# fallbacks. So the fallbacks run until the work they have done in this process reaches this many
+# multiply-adds (or bytes checked); then the kernels load and run everything after. Both give the
+# same bits, so this moves time only. ``TILESIM_JIT_AFTER=0`` loads them on first use (the tests).
+JIT_AFTER = 1 << 24
+_spent = 0
+
+
+def _jit(work: int = 0) -> ModuleType | None:
+    """The compiled kernels, or None: no numba, switched off through :data:`HAVE_NUMBA`, or not yet
+    worth loading for ``work`` more operations (see :data:`JIT_AFTER`)."""
+    global _spent
+    if not HAVE_NUMBA:
+        return None
+    if not _import_jit.cache_info().currsize:  # not loaded yet
+        _spent += work
+        after = os.environ.get("TILESIM_JIT_AFTER")
+        if _spent < (int(after) if after and after.isdigit() else JIT_AFTER):
+            return None
+    return _import_jit()
+
+
+def available(work: int = 0) -> bool:
+    """Whether the compiled kernels run for ``work`` more operations (may import numba)."""
+    return _jit(work) is not None
 
 
 def _batched_dot_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -36,14 +79,15 @@ def _tiles(vals: np.ndarray, base: np.ndarray, off: np.ndarray) -> tuple[np.ndar
     GEMM row reads the same A tile) gather it once."""
     uniq, inv = np.unique(base, return_inverse=True)
     own = off >= 0
-    tiles = vals[uniq[:, None] + np.where(own, off, 0)[None, :]]
+    tiles = vals[uniq[:, None] + np.where(own, off, 0)[None, :]].astype(np.float64, copy=False)
     if not own.all():
         tiles[:, ~own] = 0.0
     return tiles, inv.reshape(base.shape).astype(np.int64)
 
 
 def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndarray, base_b: np.ndarray,
-              off_b: np.ndarray, acc: np.ndarray, k: int, budget: int = 1 << 18) -> np.ndarray | None:
+              off_b: np.ndarray, acc: np.ndarray, k: int, budget: int = 1 << 16,
+              inplace: bool = False) -> np.ndarray | None:
     """``T`` chained f32-accumulating mma steps per wave, operands gathered from decoded tensors.
 
     Step ``t`` of wave ``g`` reads A element ``e`` (row-major ``M x k`` tile) as ``va[base_a[t, g] + off_a[e]]``
@@ -51,29 +95,58 @@ def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndar
     taken from +0 in k order in float64: the operations of :func:`batched_dot` followed by the f32 register
     encode, in the same order. Steps run in chunks whose distinct operand tiles hold about ``budget``
     elements (memory O(tile), not O(steps)); the f32 accumulator passes between chunks exactly as its
-    register would. Returns the final ``acc`` (float32 ``[G, M, N]``), or None without numba or when a
-    result is NaN (its payload would depend on operand order; the caller then takes the step-by-step path)."""
-    if not HAVE_NUMBA:
+    register would. Returns the final ``acc`` (float32 ``[G, M, N]``; with ``inplace``, a C-contiguous
+    float32 ``acc`` is updated and returned), or None without numba or when a result is NaN (its payload would depend on operand order; the caller then takes the step-by-step path)."""
+    jit = _jit(base_a.size * acc.shape[1] * acc.shape[2] * k)
+    if jit is None:
         return None
     T = base_a.shape[0]
     M, N = acc.shape[1], acc.shape[2]
-    out = np.array(acc, np.float32, order="C")  # updated in place, chunk by chunk
+    # updated in place, chunk by chunk (``inplace``: acc itself, when it is C-contiguous float32)
+    out = np.ascontiguousarray(acc, np.float32) if inplace else np.array(acc, np.float32, order="C")
     off_at = np.ascontiguousarray(off_a.reshape(M, k).T).reshape(-1)  # k-major A tiles for the kernel
     per_step = np.unique(base_a[0]).size * M * k + np.unique(base_b[0]).size * k * N if T else 1
+    budget = min(budget, max(1 << 12, acc.size // 8))  # operand tiles a small fraction of the accumulator
     chunk = max(1, budget // max(1, per_step))
     for s in range(0, T, chunk):
         ta, ia = _tiles(va, base_a[s:s + chunk], off_at)
         tb, ib = _tiles(vb, base_b[s:s + chunk], off_b)
-        kernel = _jit()._mma_chain_parallel if ia.size * M * N * k >= _PARALLEL_MACS else _jit()._mma_chain_serial
+        kernel = jit._mma_chain_parallel if ia.size * M * N * k >= _PARALLEL_MACS else jit._mma_chain_serial
         if kernel(ta, ia, tb, ib, out, k):
             return None
     return out
 
 
-def gather_windows(flat: np.ndarray, base: np.ndarray, off: np.ndarray) -> np.ndarray:
-    """``flat[base[:, None] + off[None, :]]`` (every index in bounds). numpy's gather beats a numba
-    loop here (measured: 1.7 ms vs 3.7 ms for 4096 x 256 uint16 on 2 cores), so it stays numpy."""
-    return flat[base[:, None] + off[None, :]]
+def mma_step(abits: np.ndarray, abase: np.ndarray, idx_a: np.ndarray, lut_a: np.ndarray, bbits: np.ndarray,
+             bbase: np.ndarray, idx_b: np.ndarray, lut_b: np.ndarray, c: np.ndarray, k: int) -> np.ndarray | None:
+    """One f32-accumulating mma step of every wave, read straight from the operands' encoded bits.
+
+    A (row-major ``M x k``) element ``e`` of wave ``g`` is ``lut_a[abits[abase[g] + idx_a[e]]]`` (0 where
+    ``idx_a[e] < 0``; ``abits`` flat: a register image's slots, or a tensor's bits), B (``k x N``)
+    likewise; ``c`` is the float32 accumulator ``[G, M, N]``. Each result is ``f32(sum_k a*b + c)``
+    with the sum taken from +0 in k order in float64: the operations of :func:`batched_dot` followed by
+    the f32 register encode, in the same order. Returns D (float32 ``[G, M, N]``), or None without
+    numba or when a result is NaN (the caller then takes the general path, whose NaN payloads follow
+    numpy's operand order)."""
+    jit = _jit(c.size * k)
+    if jit is None:
+        return None
+    kernel = jit._mma_step_f32_parallel if c.size * k >= _PARALLEL_STEP_MACS else jit._mma_step_f32
+    out, nan = kernel(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, np.ascontiguousarray(c, np.float32), k)
+    return None if nan else out
+
+
+def gather_windows(flat: np.ndarray, base: np.ndarray, off: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+    """``flat[base[:, None] + off[None, :]]`` (every index in bounds), a few waves at a time (the
+    int64 indices of a whole GEMM's operand tiles are 4x its uint16 values). numpy's gather beats a
+    numba loop here (measured: 1.7 ms vs 3.7 ms for 4096 x 256 uint16 on 2 cores), so it stays numpy."""
+    step = max(1, chunk // max(1, off.size))
+    if base.size <= step:
+        return flat[base[:, None] + off[None, :]]
+    out = np.empty((base.size, off.size), flat.dtype)
+    for g0 in range(0, base.size, step):
+        out[g0:g0 + step] = flat[base[g0:g0 + step, None] + off[None, :]]
+    return out
 
 
 def batched_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -83,10 +156,11 @@ def batched_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
     Which NaN payload survives ``x + y`` when both are NaN depends on operand order, which the
     compiler may swap; so when any result is NaN the whole batch is redone with einsum."""
-    if (HAVE_NUMBA and a.ndim == b.ndim == c.ndim == 3 and a.shape[2] == b.shape[1]
+    jit = _jit(a.size * b.shape[-1])
+    if (jit is not None and a.ndim == b.ndim == c.ndim == 3 and a.shape[2] == b.shape[1]
             and c.shape == (a.shape[0], a.shape[1], b.shape[2])
             and a.dtype == b.dtype == c.dtype == np.float64):
-        out, nan = _jit()._batched_dot_jit(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(c))
+        out, nan = jit._batched_dot_jit(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(c))
         if not nan:
             return out
     return _batched_dot_numpy(a, b, c)
@@ -105,9 +179,10 @@ def lds_races(addr: np.ndarray, eb: int, wg_of: np.ndarray, wave_of: np.ndarray,
     that op ``op_id`` (unique per call) marks. Returns (races, workgroup, wave and byte of the first
     racing access, the other wave of its race, whether that other access was a write), or None
     without numba (the caller then runs the numpy version)."""
-    if not HAVE_NUMBA:
+    jit = _jit(addr.size * eb)
+    if jit is None:
         return None
-    r = _jit()._races_jit(np.ascontiguousarray(addr, np.int64), eb, wg_of.astype(np.int64), wave_of.astype(np.int64),
+    r = jit._races_jit(np.ascontiguousarray(addr, np.int64), eb, wg_of.astype(np.int64), wave_of.astype(np.int64),
                           np.ascontiguousarray(active, np.bool_), write, epoch, last_writer, write_epoch, read_epoch,
                           seen[0], seen[1], op_id)
     return int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), bool(r[5])
@@ -117,9 +192,10 @@ def lds_bank_cycles(addr: np.ndarray, vgpr: np.ndarray, banks: int, active: np.n
     """Bank-conflict cycles of one LDS access (:meth:`tilesim.wave.sim._Sim._banks`): for each active
     wave and each VGPR instruction (the records with one ``vgpr`` value), the most distinct dwords
     that fall in one of ``banks`` banks, minus one, summed. None without numba."""
-    if not HAVE_NUMBA:
+    jit = _jit(addr.size)
+    if jit is None:
         return None
     order = np.argsort(vgpr, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(vgpr[order]) != 0, True])
-    return int(_jit()._bank_cycles(np.ascontiguousarray(addr, np.int64), order.astype(np.int64),
+    return int(jit._bank_cycles(np.ascontiguousarray(addr, np.int64), order.astype(np.int64),
                                    starts.astype(np.int64), banks, active))

@@ -25,11 +25,12 @@ def run_lds_load_tr(sim: Any, op: Op) -> None:
     addr, why = tr_addresses(plan, buf.lds, sim.scalar(op.args[1]), sim.scalar(op.args[2]))
     if why:
         raise VerifyError(f"lds_load_tr from %{buf.id}: {why}")
-    addr = addr + sim.lds_offset[buf.id]  # [G, instruction, lane]
+    addr = addr + sim.lds.offset[buf.id]  # [G, instruction, lane]
     eb, E, nb = buf.lds.elem_bytes, row.elems, row.read_bits // 8
     G = addr.shape[0]
-    sim._races((addr[..., None] + np.arange(E) * eb).reshape(G, -1), eb, False, f"lds_load_tr from %{buf.id}")
-    raw = sim.lds[sim.wg_of[:, None, None, None], addr[..., None] + np.arange(nb)]  # [G, instruction, lane, bytes]
+    sim.lds.races_at((addr[..., None] + np.arange(E) * eb).reshape(G, -1), eb, False, f"lds_load_tr from %{buf.id}",
+                     sim.active)
+    raw = sim.lds.mem[sim.wg_of[:, None, None, None], addr[..., None] + np.arange(nb)]  # [G, instruction, lane, bytes]
     elems = np.ascontiguousarray(raw).view(f"<u{eb}")  # [G, instruction, lane, E]
     slots = plan.slot_src.shape[1]
     j = np.arange(slots) // E

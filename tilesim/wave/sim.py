@@ -35,7 +35,6 @@ from tilesim.ir.analysis import vgpr_estimate
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.ops import BINOPS, ELEMENTWISE, REDUCE
 from tilesim.ir.verify import structure
-from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
 from tilesim.matrix.numerics import cast, quantize
 from tilesim.wave.codec import Codec, codec
@@ -43,12 +42,16 @@ from tilesim.wave.fused import run_fused_loop
 from tilesim.wave.inputs import check_inputs
 from tilesim.wave.lds_tr import run_lds_load_tr
 from tilesim.wave.provenance import Provenance, ProvenanceMap
-from tilesim.wave.kernels import HAVE_NUMBA, gather_windows, lds_bank_cycles, lds_races
+from tilesim.wave.kernels import gather_windows
+from tilesim.wave.images import RegisterMap, Registers, TileImage, WindowImage, WriteCounts, tile_elements
+from tilesim.wave.storage import storage_dtype, tensor_bits, tensor_storage
+from tilesim.wave.lds import Lds
 from tilesim.wave.mma import run_mma
 
 __all__ = ["simulate", "SimResult", "Report"]
 
 _SEG = 64  # bytes per global memory transaction
+_STORE_CHUNK = 1 << 13  # a fast store writes this many elements at a time (peak memory)
 
 
 @dataclass
@@ -91,7 +94,9 @@ class SimResult:
     program: Program
     outputs: dict[str, np.ndarray]
     report: Report
-    registers: dict[int, np.ndarray]  # value id -> uint32[workgroup, wave, lane, vgpr] (last value)
+    # value id -> uint32[workgroup, wave, lane, vgpr] (last value); a mapping that builds an
+    # accumulator's image when first read (tilesim.wave.images)
+    registers: Mapping[int, np.ndarray]
     values: dict[int, Value]
     trace: dict[int, list[np.ndarray]] = field(default_factory=dict)  # traced value id -> one image per definition
     # output tensor -> int64[rows, cols, 6]: (workgroup, wave, lane, vgpr, bit_lo, store value id) of the
@@ -99,7 +104,7 @@ class SimResult:
     provenance: Mapping[str, np.ndarray] = field(default_factory=dict)
     # output tensor -> int64[rows, cols]: how many distinct (workgroup, wave, store op) wrote each element
     # (replicated lanes of one store count once)
-    write_counts: dict[str, np.ndarray] = field(default_factory=dict)
+    write_counts: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -111,14 +116,15 @@ class _Sim:
         self.exact = exact
         self.trace: dict[int, list[np.ndarray]] = {int(t): [] for t in trace}
         self.prov: dict[str, Provenance] = {}
-        self.writes: dict[str, np.ndarray] = {}
+        self.writes: dict[str, np.ndarray] = {}  # uint8 while every count stays < 256 (write_bound), else int64
+        self.write_bound: dict[str, int] = {}  # an upper bound of each tensor's largest write count
         self.t = get_target(prog.target)
         self.nwg, self.W, self.L = prog.workgroups, prog.waves_per_workgroup, prog.wave_size
         self.G = self.nwg * self.W
         self.wg_of = np.repeat(np.arange(self.nwg), self.W)
         self.wave_of = np.tile(np.arange(self.W), self.nwg)
         self.scal: dict[int, np.ndarray] = {}
-        self.regs: dict[int, np.ndarray] = {}
+        self.regs = Registers()  # value id -> uint32[G, lane, vgpr] (or a TileImage, encoded when read)
         self.vals: dict[int, Value] = {}
         self.rep = Report()
         self.active = np.ones(self.G, bool)
@@ -130,21 +136,13 @@ class _Sim:
                 a = np.asarray(arrays[tp.name])
                 if a.shape != tp.shape:
                     raise VerifyError(f"tensor {tp.name} has shape {a.shape}; the program was specialised for {tp.shape}")
-                self.tensors[tp.name] = quantize(a, tp.dtype).astype(np.float64)
+                self.tensors[tp.name] = tensor_storage(a, tp.dtype, borrow=not tp.output)
             elif tp.output:
-                self.tensors[tp.name] = np.zeros(tp.shape, np.float64)
+                self.tensors[tp.name] = np.zeros(tp.shape, storage_dtype(tp.dtype))
             else:
                 raise VerifyError(f"missing input tensor {tp.name!r} ({tp.dtype}{list(tp.shape)})")
-        self.lds_offset: dict[int, int] = {}
-        self.lds_top = 0
-        self.lds = np.zeros((self.nwg, 0), np.uint8)
-        self.epoch = 0
-        self.last_writer = np.zeros((self.nwg, 0), np.int64)
-        self.write_epoch = np.zeros((self.nwg, 0), np.int64)
-        self.read_epoch = np.zeros((self.nwg, self.W, 0), np.int64)
-        # scratch of the compiled race detector (kernels.lds_races): the op that last touched a byte, and its wave
-        self.race_seen = (np.zeros((self.nwg, 0), np.int64), np.zeros((self.nwg, 0), np.int64))
-        self.race_ops = 0
+        self.lds = Lds(self.nwg, self.W, self.wg_of, self.wave_of, self.t.lds_banks, self.t.lds_bytes, self.t.name,
+                       self.rep)
 
     # ------------------------------------------------------------------ helpers
     def scalar(self, a: Any) -> np.ndarray:
@@ -156,11 +154,12 @@ class _Sim:
         assert v.layout is not None and v.dtype
         return codec(v.layout, v.dtype)
 
-    def set_frag(self, v: Value, regs: np.ndarray) -> None:
+    def set_frag(self, v: Value, regs: np.ndarray | TileImage | WindowImage) -> None:
         self.regs[v.id] = regs
         self.vals[v.id] = v
         if v.id in self.trace:
-            self.trace[v.id].append(regs.reshape(self.nwg, self.W, *regs.shape[1:]).copy())
+            img = self.regs[v.id]
+            self.trace[v.id].append(img.reshape(self.nwg, self.W, *img.shape[1:]).copy())
 
     def _prov(self, name: str) -> Provenance:
         if name not in self.prov:
@@ -198,7 +197,10 @@ class _Sim:
 
     def op_zeros(self, op: Op) -> None:
         c = self.codec_of(op.out)
-        self.set_frag(op.out, np.zeros((self.G, c.lanes, c.nregs), np.uint32))
+        if c.dt.name == "f32" and c.slots is not None and c._slot_plan[1] is not None:  # an accumulator
+            self.set_frag(op.out, TileImage.zeros(c, self.G))  # no image until something reads one
+        else:
+            self.set_frag(op.out, np.zeros((self.G, c.lanes, c.nregs), np.uint32))
 
     def _global_access(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, store: bool,
                        transpose: bool = False, broadcast: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -255,8 +257,13 @@ class _Sim:
         eb = max(1, dtype(self.p.tensor(name).dtype).reg_bits // 8)
         off = self.offsets(name, c, transpose)[0]
         memo = c.memo.setdefault(("transactions", self.tensors[name].shape[1], transpose, eb), {})
-        sel = base[..., self.active]  # base: [G] for one access, or [steps, G] for several
-        per_res = np.bincount((sel * eb % _SEG).reshape(-1), minlength=_SEG)
+        rows = base.reshape(-1, base.shape[-1])  # base: [G] for one access, or [steps, G] for several
+        per_res = np.zeros(_SEG, np.int64)
+        n_sel = 0
+        for i in range(0, rows.shape[0], max(1, _STORE_CHUNK // rows.shape[1])):  # (peak memory)
+            sel = rows[i:i + max(1, _STORE_CHUNK // rows.shape[1]), self.active]
+            per_res += np.bincount((sel * eb % _SEG).reshape(-1), minlength=_SEG)
+            n_sel += sel.size
         for r in np.flatnonzero(per_res).tolist():
             k = int(per_res[r])
             if r not in memo:
@@ -265,14 +272,18 @@ class _Sim:
             self.rep.global_transactions += memo[r] * k
         if "ideal" not in memo:
             memo["ideal"] = sum(math.ceil(int((c.rec[:, 3] == v).sum()) * eb / _SEG) for v in np.unique(c.rec[:, 3]))
-        self.rep.global_ideal_transactions += sel.size * memo["ideal"]
+        self.rep.global_ideal_transactions += n_sel * memo["ideal"]
 
     def bits_of(self, name: str, dt: Any) -> np.ndarray:
         """The tensor's values encoded as ``dt`` (flat); kept until the tensor is stored to."""
         key = (name, dtype(dt).name)
         if key not in self.tensor_bits:  # a fragment of another type than the tensor's: a cast (numerics.cast)
-            vals = cast(self.tensors[name], self.p.tensor(name).dtype, dt)
-            self.tensor_bits[key] = encode_bits(vals, dt).reshape(-1)
+            t, tdt = self.tensors[name], self.p.tensor(name).dtype
+            if dtype(dt).name == dtype(tdt).name:  # the tensor's own type: its bits (a view where it can be)
+                self.tensor_bits[key] = tensor_bits(t, dt)
+            else:
+                self.tensor_bits[key] = encode_bits(cast(t.astype(np.float64) if t.dtype.kind == "f" else t, tdt, dt),
+                                                    dt).reshape(-1)
         return self.tensor_bits[key]
 
     def op_load(self, op: Op) -> None:
@@ -288,13 +299,14 @@ class _Sim:
             off = self.offsets(name, c, tr)[0]
             rec_of_slot = c._slot_plan[1]
             bits = self.bits_of(name, c.dt)
-            if rec_of_slot is not None:
-                self.set_frag(op.out, c.from_slots(gather_windows(bits, base, off[rec_of_slot])))
+            if rec_of_slot is not None:  # gathered when read (an mma reads the tensor's bits directly)
+                self.set_frag(op.out, WindowImage(c, bits, base, off[rec_of_slot], name))
             else:
                 self.set_frag(op.out, c.pack(gather_windows(bits, base, off)))
             return
         r, q, ok = self._global_access(name, c, row0, col0, False, tr, bc)
-        vals = np.where(ok, cast(self.tensors[name][r, q], self.p.tensor(name).dtype, c.dt), 0)
+        t = self.tensors[name][r, q]
+        vals = np.where(ok, cast(t.astype(np.float64) if t.dtype.kind == "f" else t, self.p.tensor(name).dtype, c.dt), 0)
         self.set_frag(op.out, c.encode(vals))
 
     def op_store(self, op: Op) -> None:
@@ -302,6 +314,7 @@ class _Sim:
         c = self.codec_of(v)
         name = op.attr("tensor")
         row0, col0, tr = self.scalar(op.args[1]), self.scalar(op.args[2]), bool(op.attr("transpose"))
+        self.regs.settle(name)  # loads from this tensor not yet gathered read it as it was
         for key in [k for k in self.tensor_bits if k[0] == name]:
             del self.tensor_bits[key]
         if self.active.all() and self.in_bounds(name, c, row0, col0, tr):
@@ -310,8 +323,8 @@ class _Sim:
         vals = cast(c.decode(self.regs[v.id]), v.dtype, self.p.tensor(name).dtype)
         r, q, ok = self._global_access(name, c, row0, col0, True, tr)
         w = ok & self.active[:, None]
-        self.tensors[name][r[w], q[w]] = vals[w]
-        counts = self.writes.setdefault(name, np.zeros(self.tensors[name].shape, np.int64))
+        self._writable(name)[r[w], q[w]] = vals[w]
+        counts = self.writes[name] = self._counts64(name)
         gw, iw = np.nonzero(w)
         size = counts.size
         flat = r[w] * counts.shape[1] + q[w]
@@ -319,168 +332,106 @@ class _Sim:
             c.memo["distinct"] = np.unique(c.flat_elem).size == c.flat_elem.size
         key = flat if c.memo["distinct"] else np.unique(gw * size + flat) % size  # one write per (wave, element)
         counts += np.bincount(key, minlength=size).reshape(counts.shape)
-        prov = self._prov(name).full()
+        prov = self._prov(name).expand()
         g = np.nonzero(w)[0]
         rec = c.rec[np.nonzero(w)[1]]
         prov[r[w], q[w]] = np.stack([self.wg_of[g], self.wave_of[g], rec[:, 4], rec[:, 3], rec[:, 5],
                                      np.full(g.size, v.id)], 1)
 
+    def _writable(self, name: str) -> np.ndarray:
+        """The tensor, copied first if it is the caller's (read-only) input array."""
+        if not self.tensors[name].flags.writeable:
+            self.tensors[name] = self.tensors[name].copy()
+        return self.tensors[name]
+
     def _store_fast(self, name: str, c: Codec, v: Value, row0: np.ndarray, col0: np.ndarray, tr: bool) -> None:
         """:meth:`op_store` when every wave is active and every lane in bounds: the same writes,
-        counts and provenance (in the same (wave, record) order, so the last writer still wins).
-        The stored values are dropped before the counts and provenance are built (peak memory)."""
-        t = self.tensors[name]
+        counts and provenance (in the same (wave, record) order, so the last writer still wins),
+        a chunk of waves at a time (peak memory); a lazily encoded accumulator is stored from its
+        tile without building its register image."""
+        t = self._writable(name)
         base = row0 * t.shape[1] + col0
         self.count_transactions(name, c, base, tr)
-        flat = (base[:, None] + self.offsets(name, c, tr)[0][None, :]).reshape(-1)
-        t.reshape(-1)[flat] = cast(c.decode(self.regs[v.id]), v.dtype, self.p.tensor(name).dtype).reshape(-1)
-        counts = self.writes.setdefault(name, np.zeros(t.shape, np.int64))
-        if "distinct" not in c.memo:
+        off = self.offsets(name, c, tr)[0]
+        tdt = self.p.tensor(name).dtype
+        img = self.regs.raw(v.id)
+        elem = tile_elements(img, c) if isinstance(img, TileImage) else None
+        if elem is None:
+            img = self.regs[v.id]
+        if "distinct" not in c.memo:  # no two lanes of one store hold the same element
             c.memo["distinct"] = np.unique(c.flat_elem).size == c.flat_elem.size
-        key = flat if c.memo["distinct"] else np.unique(
-            np.repeat(np.arange(self.G), c.rec.shape[0]) * t.size + flat) % t.size
-        np.add.at(counts.reshape(-1), key, 1)  # (no tensor-sized temporary)
-        self._prov(name).record(flat, self.wg_of, self.wave_of, c.rec[:, [4, 3, 5]], v.id)
+        R = c.rec.shape[0]
+        step = max(1, _STORE_CHUNK // R)
+        flat_t = t.reshape(-1)
+        for g0 in range(0, self.G, step):
+            g1 = min(self.G, g0 + step)
+            flat = (base[g0:g1, None] + off[None, :]).reshape(-1)
+            if elem is not None:
+                vals = img.tile.reshape(img.tile.shape[0], -1)[g0:g1][:, elem].astype(np.float64)
+            else:
+                vals = c.decode(img[g0:g1])
+            flat_t[flat] = cast(vals, v.dtype, tdt).reshape(-1)
+            del vals
+        prov = self._prov(name)
+        rec = c.rec[:, [4, 3, 5]]
+        if name not in self.writes:
+            if prov.record_windows(base, off, self.wg_of, self.wave_of, rec, v.id):
+                return  # every element written at most once so far: the counts are the written mask
+            earlier = prov.counts()
+            self.writes[name] = (earlier if earlier is not None else np.zeros(t.shape, np.int64)).astype(np.uint8)
+            self.write_bound[name] = int(self.writes[name].max(initial=0))
+        prov.to_codes()
+        start = prov.next
+        for g0 in range(0, self.G, step):
+            g1 = min(self.G, g0 + step)
+            prov.record((base[g0:g1, None] + off[None, :]).reshape(-1), self.wg_of[g0:g1], self.wave_of[g0:g1], rec,
+                        v.id)
+        # write counts: +1 per (wave, element) written; a narrow array while no element can pass 255
+        bound = self.write_bound.get(name, 0) + (1 if prov.distinct_since(start) else self.G)
+        self.write_bound[name] = bound
+        counts = self.writes[name]
+        if bound > 255 and counts.dtype != np.int64:
+            counts = self.writes[name] = counts.astype(np.int64)
+        for g0 in range(0, self.G, step):
+            g1 = min(self.G, g0 + step)
+            flat = (base[g0:g1, None] + off[None, :]).reshape(-1)
+            key = flat if c.memo["distinct"] else np.unique(
+                np.repeat(np.arange(g0, g1), R) * t.size + flat) % t.size
+            np.add.at(counts.reshape(-1), key, 1)  # (no tensor-sized temporary)
 
-    # ------------------------------------------------------------------ LDS
+    def _counts64(self, name: str) -> np.ndarray:
+        """The tensor's write counts as int64 (a general-path store adds to them)."""
+        if name in self.writes:
+            return self.writes[name].astype(np.int64)
+        earlier = self.prov[name].counts() if name in self.prov else None
+        return earlier if earlier is not None else np.zeros(self.tensors[name].shape, np.int64)
+
+    # ------------------------------------------------------------------ LDS (tilesim.wave.lds)
     def op_lds_alloc(self, op: Op) -> None:
-        lay = op.out.lds
-        assert lay is not None
-        self.lds_offset[op.out.id] = self.lds_top
-        self.lds_top += -(-lay.bytes // 16) * 16
-        self.rep.lds_bytes = self.lds_top
-        if self.lds_top > self.t.lds_bytes:
-            raise VerifyError(f"LDS use {self.lds_top} bytes exceeds {self.t.name}'s {self.t.lds_bytes} bytes")
-        grow = self.lds_top - self.lds.shape[1]
-        self.lds = np.pad(self.lds, ((0, 0), (0, grow)))
-        self.last_writer = np.pad(self.last_writer, ((0, 0), (0, grow)), constant_values=-1)
-        self.write_epoch = np.pad(self.write_epoch, ((0, 0), (0, grow)), constant_values=-1)
-        self.read_epoch = np.pad(self.read_epoch, ((0, 0), (0, 0), (0, grow)), constant_values=-1)
+        self.lds.alloc(op.out)
         self.vals[op.out.id] = op.out
-
-    def _lds_addr(self, buf: Value, c: Codec, row0: np.ndarray, col0: np.ndarray) -> np.ndarray:
-        lay = buf.lds
-        assert lay is not None
-        r = row0[:, None] + c.rec[None, :, 1]
-        q = col0[:, None] + c.rec[None, :, 2]
-        if (r < 0).any() or (r >= lay.rows).any() or (q < 0).any() or (q >= lay.cols).any():
-            raise VerifyError(f"LDS access outside the {lay.rows}x{lay.cols} buffer (row/col out of range)")
-        return self.lds_offset[buf.id] + lay.offset(r, q)
-
-    def _banks(self, addr: np.ndarray, c: Codec) -> None:
-        banks = self.t.lds_banks
-        if HAVE_NUMBA:
-            cycles = lds_bank_cycles(addr, c.rec[:, 3], banks, self.active)
-            if cycles is not None:
-                n_vgpr = np.unique(c.rec[:, 3]).size
-                self.rep.lds_accesses += int(self.active.sum()) * n_vgpr
-                self.rep.lds_bank_conflict_cycles += cycles
-                return
-        for vgpr in np.unique(c.rec[:, 3]):
-            sel = c.rec[:, 3] == vgpr
-            dw = np.sort(addr[:, sel] // 4, axis=1)
-            uniq = np.ones(dw.shape, bool)
-            uniq[:, 1:] = dw[:, 1:] != dw[:, :-1]
-            g = np.nonzero(uniq)[0]
-            bank = dw[uniq] % banks
-            per_bank = np.bincount(g * banks + bank, minlength=self.G * banks).reshape(self.G, banks)
-            cycles = per_bank.max(1)
-            self.rep.lds_accesses += int(self.active.sum())
-            self.rep.lds_bank_conflict_cycles += int((np.maximum(cycles, 1) - 1)[self.active].sum())
-
-    def _races(self, addr: np.ndarray, eb: int, write: bool, what: str) -> None:
-        """Race check of an LDS op whose elements (``eb`` bytes each) start at byte ``addr[g, record]``."""
-        if HAVE_NUMBA:
-            if self.race_seen[0].shape != self.last_writer.shape:
-                shape = self.last_writer.shape
-                self.race_seen = (np.full(shape, -1, np.int64), np.zeros(shape, np.int64))
-            self.race_ops += 1
-            got = lds_races(addr, eb, self.wg_of, self.wave_of, self.active, write, self.epoch, self.last_writer,
-                            self.write_epoch, self.read_epoch, self.race_seen, self.race_ops)
-            if got is not None:
-                n, wg, wave, byte, other, kind = got
-                if n:
-                    self.rep.race_count += n
-                    self._note(self.rep.races, f"{what}: workgroup {wg}, wave {wave} at LDS byte {byte} conflicts "
-                               f"with a {'write' if kind else 'read'} by wave {other} with no barrier between")
-                return
-        byte_addr = self._bytes(addr, eb)
-        wg = self.wg_of[:, None].repeat(byte_addr.shape[1], 1)
-        wave = self.wave_of[:, None].repeat(byte_addr.shape[1], 1)
-        act = self.active[:, None].repeat(byte_addr.shape[1], 1)
-        wg, wave, b = wg[act], wave[act], byte_addr[act]
-        lw, we = self.last_writer[wg, b], self.write_epoch[wg, b]
-        conflict = (lw >= 0) & (lw != wave) & (we == self.epoch)
-        partner = np.where(conflict, lw, -1)  # the other wave of the race, for the message
-        kind_write = conflict.copy()  # the other access of the race is a write (else a read)
-        if write:
-            others = self.read_epoch[wg, :, b] == self.epoch
-            others[np.arange(wave.size), wave] = False
-            war = others.any(1) & ~conflict
-            partner = np.where(war, others.argmax(1), partner)
-            conflict |= war
-        # two waves of one workgroup writing the same byte in this very op
-        if write:
-            key = wg * (1 << 32) + b
-            order = np.argsort(key, kind="stable")
-            ks, ws = key[order], wave[order]
-            same = (ks[1:] == ks[:-1]) & (ws[1:] != ws[:-1])
-            if same.any():
-                hit = order[1:][same]
-                partner[hit] = np.where(conflict[hit], partner[hit], ws[:-1][same])
-                kind_write[hit] = np.where(conflict[hit], kind_write[hit], True)
-                conflict[hit] = True
-        if conflict.any():
-            self.rep.race_count += int(conflict.sum())
-            i = int(np.flatnonzero(conflict)[0])
-            self._note(self.rep.races, f"{what}: workgroup {int(wg[i])}, wave {int(wave[i])} at LDS byte {int(b[i])} "
-                       f"conflicts with a {'write' if kind_write[i] else 'read'} by wave {int(partner[i])} with no barrier between")
-        if write:
-            self.last_writer[wg, b] = wave
-            self.write_epoch[wg, b] = self.epoch
-        else:
-            self.read_epoch[wg, wave, b] = self.epoch
-
-    def _bytes(self, addr: np.ndarray, eb: int) -> np.ndarray:
-        return (addr[:, :, None] + np.arange(eb)).reshape(addr.shape[0], -1)
 
     def op_lds_store(self, op: Op) -> None:
         buf, v = op.args[0], op.args[1]
         c = self.codec_of(v)
-        addr = self._lds_addr(buf, c, self.scalar(op.args[2]), self.scalar(op.args[3]))
-        self._banks(addr, c)
-        eb = buf.lds.elem_bytes
-        self._races(addr, eb, True, f"lds_store to %{buf.id}")
-        bits = encode(cast(c.decode(self.regs[v.id]), v.dtype, buf.dtype), buf.dtype)
-        act = self.active
-        if eb in (2, 4, 8) and not (addr % eb).any():  # aligned elements: one store per element, same bytes
-            unit = np.dtype(f"uint{8 * eb}")
-            self.lds.view(unit)[self.wg_of[act][:, None], addr[act] // eb] = bits[act].astype(unit)
-            return
-        byt = ((bits[:, :, None] >> (8 * np.arange(eb, dtype=np.uint64))) & np.uint64(0xFF)).astype(np.uint8)
-        wgi = self.wg_of[act][:, None].repeat(addr.shape[1] * eb, 1)
-        self.lds[wgi, self._bytes(addr[act], eb)] = byt[act].reshape(int(act.sum()), -1)
+        acc = self.lds.access(buf, c, self.scalar(op.args[2]), self.scalar(op.args[3]))
+        self.lds.banks(acc, self.active)
+        self.lds.races(acc, buf.lds.elem_bytes, True, f"lds_store to %{buf.id}", self.active)
+        self.lds.store(buf, c, self.regs[v.id], acc, self.active, v.dtype)
 
     def op_lds_load(self, op: Op) -> None:
         buf = op.args[0]
         c = self.codec_of(op.out)
-        addr = self._lds_addr(buf, c, self.scalar(op.args[1]), self.scalar(op.args[2]))
-        self._banks(addr, c)
-        eb = buf.lds.elem_bytes
-        self._races(addr, eb, False, f"lds_load from %{buf.id}")
-        if eb in (2, 4, 8) and not (addr % eb).any():  # aligned elements: read each as one unit
-            bits = self.lds.view(np.dtype(f"uint{8 * eb}"))[self.wg_of[:, None], addr // eb].astype(np.uint64)
-        else:
-            raw = self.lds[self.wg_of[:, None, None], addr[:, :, None] + np.arange(eb)].astype(np.uint64)
-            bits = (raw << (8 * np.arange(eb, dtype=np.uint64))).sum(-1).astype(np.uint64)
-        vals = cast(decode(bits, buf.dtype), buf.dtype, c.dt)
-        self.set_frag(op.out, c.encode(vals))
+        acc = self.lds.access(buf, c, self.scalar(op.args[1]), self.scalar(op.args[2]))
+        self.lds.banks(acc, self.active)
+        self.lds.races(acc, buf.lds.elem_bytes, False, f"lds_load from %{buf.id}", self.active)
+        self.set_frag(op.out, self.lds.load(buf, c, acc))
 
     def op_lds_load_tr(self, op: Op) -> None:
         run_lds_load_tr(self, op)  # tilesim/wave/lds_tr.py
 
     def op_barrier(self, op: Op) -> None:
-        self.epoch += 1
+        self.lds.barrier()
 
     # ------------------------------------------------------------------ math
     def op_mma(self, op: Op) -> None:
@@ -549,11 +500,11 @@ class _Sim:
             self.run(body)
             for init, nxt in carried:
                 store = self.regs if init.kind == "frag" else self.scal
-                store[init.id] = store[nxt.id]
+                store[init.id] = dict.__getitem__(store, nxt.id)  # (a TileImage stays one)
         for init, nxt in carried:  # after the loop the body's value is the final value
             store = self.regs if init.kind == "frag" else self.scal
             if not ran:
-                store[nxt.id] = store[init.id]
+                store[nxt.id] = dict.__getitem__(store, init.id)
                 if init.kind == "frag":
                     self.vals[nxt.id] = nxt
 
@@ -596,10 +547,13 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
         if tp.output:
             d = dtype(tp.dtype)
             t = sim.tensors[tp.name]
-            if d.kind == "float" and d.np_name in ("float16", "float32", "float64") and d.bits == d.reg_bits:
+            if t.dtype == d.np:  # stored in its own type (tensor_storage): the values are the output
+                outs[tp.name] = t
+            elif d.kind == "float" and d.np_name in ("float16", "float32", "float64") and d.bits == d.reg_bits:
                 with np.errstate(over="ignore", invalid="ignore"):  # the encode/decode round trip is this cast
                     outs[tp.name] = t.astype(d.np)
             else:
                 outs[tp.name] = decode(encode(t, tp.dtype), tp.dtype).astype(d.np)
-    regs = {vid: r.reshape(sim.nwg, sim.W, *r.shape[1:]) for vid, r in sim.regs.items()}
-    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace, ProvenanceMap(sim.prov), sim.writes)
+    regs = RegisterMap(sim.regs, sim.nwg, sim.W)
+    return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace, ProvenanceMap(sim.prov),
+                     WriteCounts(sim.writes, sim.prov))

@@ -1,0 +1,357 @@
+"""The simulator's LDS: bytes per workgroup, bank-conflict counting and the cross-wave race detector.
+
+Memory is ``uint8[workgroups, bytes]``. Every access reports its bank-conflict cycles and runs the
+race detector (two waves of one workgroup touching the same byte, at least one writing, with no
+barrier between).
+
+A k-loop repeats the same few accesses every step (the slab alternates, nothing else), so the
+work that depends only on *where* an access goes is done once per distinct access and reused:
+
+* **addresses**: an access's byte addresses are a function of (buffer, fragment layout, the
+  per-wave row and column origin); they are computed once per distinct origin (and the
+  out-of-buffer check with them) and kept with a small *token* naming them;
+* **banks**: the cycles of an access depend on its addresses and the active waves only;
+* **races**: a barrier starts a new epoch, and an access can only race with accesses of its own
+  epoch (the detector compares epochs), so the races an access finds are a function of the
+  sequence of accesses since the last barrier. The results are kept in a trie keyed by that
+  sequence (token, write, active waves); a step that repeats a known sequence reuses them, and
+  the detector's per-byte state, which only later accesses of the same epoch read, is brought up
+  to date (the skipped accesses replayed) before the next access that is not in the trie.
+
+The data moves are the step-by-step path's: an aligned f16/bf16/f32 access whose register type is
+the buffer's type moves the register bits as they are (decode then encode of those types gives
+the same bits, NaN aside: an access holding a NaN takes the general path). ``TILESIM_NO_FUSE=1``
+turns the caches off (every access computed from scratch, for comparison and debugging).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from tilesim.errors import VerifyError
+from tilesim.ir.core import Value
+from tilesim.matrix.dtypes import decode, encode
+from tilesim.matrix.numerics import cast
+from tilesim.wave.codec import Codec
+from tilesim.wave.kernels import lds_bank_cycles, lds_races
+
+__all__ = ["Lds"]
+
+# register types whose decode -> encode round trip keeps every non-NaN bit pattern, and the test
+# for a NaN pattern of each (exponent all ones, mantissa not zero)
+_BIT_MOVE = {"f16": (np.uint16, 0x7FFF, 0x7C00), "bf16": (np.uint16, 0x7FFF, 0x7F80),
+             "f32": (np.uint32, 0x7FFFFFFF, 0x7F800000)}
+
+
+def _has_nan(bits: np.ndarray, dt: str) -> bool:
+    unit, mask, inf = _BIT_MOVE[dt]
+    return bool(((bits & unit(mask)) > unit(inf)).any())
+
+
+class _Access:
+    """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
+
+    __slots__ = ("token", "addr", "per_origin", "origin", "uniform", "aligned", "flat", "flat_slots", "width", "banks", "codec")
+
+    def __init__(self, token: int, addr: np.ndarray, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
+        self.token = token
+        self.addr = addr
+        self.per_origin, self.origin = per_origin, origin  # addr == per_origin[origin]
+        self.uniform: bool | None = None
+        self.codec = codec  # kept alive: the cache key holds its id
+        self.aligned: dict[int, bool] = {}
+        self.flat: np.ndarray | None = None  # element index into the flat uint{8*eb} view of the LDS
+        self.flat_slots: np.ndarray | None = None  # the same per register slot (loads)
+        self.width = -1  # the LDS row length (bytes) flat and flat_slots were computed for
+        self.banks: dict[Any, tuple[int, int]] = {}
+
+
+class Lds:
+    def __init__(self, nwg: int, W: int, wg_of: np.ndarray, wave_of: np.ndarray, banks: int, limit: int,
+                 target: str, rep: Any) -> None:
+        self.nwg, self.W, self.wg_of, self.wave_of = nwg, W, wg_of, wave_of
+        self.G = wg_of.size
+        self.nbanks, self.limit, self.target, self.rep = banks, limit, target, rep
+        self.offset: dict[int, int] = {}
+        self.top = 0
+        self.mem = np.zeros((nwg, 0), np.uint8)
+        self.maybe_nan = False  # only stores that moved register bits as they are (never a NaN) so far
+        self.epoch = 0
+        # int32 (waves and epochs fit): the race state is 4 + 4 + 4*W bytes per LDS byte of every workgroup
+        self.last_writer = np.zeros((nwg, 0), np.int32)
+        self.write_epoch = np.zeros((nwg, 0), np.int32)
+        self.read_epoch = np.zeros((nwg, W, 0), np.int32)
+        # scratch of the compiled race detector (kernels.lds_races): the op that last touched a byte, and its wave
+        self.race_seen = (np.zeros((nwg, 0), np.int32), np.zeros((nwg, 0), np.int32))
+        self.race_ops = 0
+        self.cached = not os.environ.get("TILESIM_NO_FUSE")
+        self.accesses: dict[Any, _Access] = {}
+        self.trie: dict[Any, tuple[int, tuple[int, int, int, int, int, bool]]] = {}
+        self.node = 0  # the trie node of this epoch's accesses so far
+        # accesses whose per-byte state update was skipped since the state was current: in every
+        # workgroup, and in workgroup 0 (whose state alone a uniform epoch keeps)
+        self.pend_all: list[tuple[np.ndarray, int, bool, np.ndarray]] = []
+        self.pend_wg0: list[tuple[np.ndarray, int, bool, np.ndarray]] = []
+        self.uniform = True  # every access of this epoch so far alike in every workgroup
+
+    # ------------------------------------------------------------------ allocation
+    def alloc(self, buf: Value) -> None:
+        lay = buf.lds
+        assert lay is not None
+        self.offset[buf.id] = self.top
+        self.top += -(-lay.bytes // 16) * 16
+        self.rep.lds_bytes = self.top
+        if self.top > self.limit:
+            raise VerifyError(f"LDS use {self.top} bytes exceeds {self.target}'s {self.limit} bytes")
+        grow = self.top - self.mem.shape[1]
+        self.mem = np.pad(self.mem, ((0, 0), (0, grow)))
+        self.last_writer = np.pad(self.last_writer, ((0, 0), (0, grow)), constant_values=-1)
+        self.write_epoch = np.pad(self.write_epoch, ((0, 0), (0, grow)), constant_values=-1)
+        self.read_epoch = np.pad(self.read_epoch, ((0, 0), (0, 0), (0, grow)), constant_values=-1)
+
+    def barrier(self) -> None:
+        self.epoch += 1
+        self.node = 0
+        self.pend_all, self.pend_wg0 = [], []  # accesses of an older epoch race with nothing later
+        self.uniform = True
+
+    # ------------------------------------------------------------------ addresses
+    def _addr(self, buf: Value, c: Codec, row0: np.ndarray,
+              col0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Byte address of every (wave, record), computed once per distinct (row0, col0) origin
+        (a k-loop's waves share a handful) and gathered for the waves; also the addresses per
+        origin and each wave's origin."""
+        lay = buf.lds
+        assert lay is not None
+        origins, inv = np.unique(np.stack([row0, col0], 1), axis=0, return_inverse=True)
+        r = origins[:, 0, None] + c.rec[None, :, 1]
+        q = origins[:, 1, None] + c.rec[None, :, 2]
+        if (r < 0).any() or (r >= lay.rows).any() or (q < 0).any() or (q >= lay.cols).any():
+            raise VerifyError(f"LDS access outside the {lay.rows}x{lay.cols} buffer (row/col out of range)")
+        per_origin = self.offset[buf.id] + lay.offset(r, q)
+        inv = inv.reshape(-1)
+        return per_origin[inv], per_origin, inv
+
+    def access(self, buf: Value, c: Codec, row0: np.ndarray, col0: np.ndarray) -> _Access:
+        if not self.cached:
+            return _Access(-1, *self._addr(buf, c, row0, col0), c)
+        key = (buf.id, id(c), row0.tobytes(), col0.tobytes())
+        acc = self.accesses.get(key)
+        if acc is None:
+            addr, per_origin, origin = self._addr(buf, c, row0, col0)
+            addr.setflags(write=False)
+            acc = self.accesses[key] = _Access(len(self.accesses), addr, per_origin, origin, c)
+        return acc
+
+    # ------------------------------------------------------------------ banks
+    def banks(self, acc: _Access, active: np.ndarray) -> None:
+        key = None if active.all() else active.tobytes()
+        got = acc.banks.get(key) if self.cached else None
+        if got is None:
+            got = self._bank_pass(acc, active)
+            if self.cached:
+                acc.banks[key] = got
+        self.rep.lds_accesses += got[0]
+        self.rep.lds_bank_conflict_cycles += got[1]
+
+    def _bank_pass(self, acc: _Access, active: np.ndarray) -> tuple[int, int]:
+        """(VGPR instructions, bank-conflict cycles) of one access: the cycles of each distinct
+        origin once, times the active waves that have it."""
+        rows, c = acc.per_origin, acc.codec
+        weight = np.bincount(acc.origin[active], minlength=rows.shape[0])
+        total = 0
+        for u in np.flatnonzero(weight).tolist():
+            total += int(weight[u]) * self._bank_cycles(rows[u:u + 1], c)
+        return int(active.sum()) * np.unique(c.rec[:, 3]).size, total
+
+    def _bank_cycles(self, addr: np.ndarray, c: Codec) -> int:
+        """Bank-conflict cycles of one wave's access ``addr[0, record]``: for each VGPR instruction
+        (the records with one ``vgpr`` value), the most distinct dwords in one bank, minus one."""
+        banks = self.nbanks
+        one = np.ones(1, bool)
+        cycles = lds_bank_cycles(addr, c.rec[:, 3], banks, one)
+        if cycles is not None:
+            return cycles
+        total = 0
+        for vgpr in np.unique(c.rec[:, 3]):
+            dw = np.unique(addr[0, c.rec[:, 3] == vgpr] // 4)
+            total += max(int(np.bincount(dw % banks, minlength=banks).max()), 1) - 1
+        return total
+
+    # ------------------------------------------------------------------ races
+    def races(self, acc: _Access, eb: int, write: bool, what: str, active: np.ndarray) -> None:
+        """Race check of an access whose elements (``eb`` bytes each) start at ``acc.addr``."""
+        if self.cached:
+            key = (self.node, acc.token, write, None if active.all() else active.tobytes())
+            hit = self.trie.get(key)
+            uniform = self.uniform and self._uniform(acc, active)
+            if hit is not None:
+                self.node, got = hit
+                self.pend_all.append((acc.addr, eb, write, active))
+                self.pend_wg0.append((acc.addr, eb, write, active))
+            else:
+                if uniform:  # every workgroup the same: workgroup 0's races, once per workgroup
+                    for p in self.pend_wg0:
+                        self._race_pass(*p, wg0=True)
+                    self.pend_wg0 = []
+                    n, *first = self._race_pass(acc.addr, eb, write, active, wg0=True)
+                    got = (n * self.nwg, *first)  # type: ignore[assignment]
+                    self.pend_all.append((acc.addr, eb, write, active))
+                else:
+                    for p in self.pend_all:  # bring the per-byte state up to date first
+                        self._race_pass(*p)
+                    self.pend_all, self.pend_wg0 = [], []
+                    got = self._race_pass(acc.addr, eb, write, active)
+                self.node = len(self.trie) + 1
+                self.trie[key] = (self.node, got)
+            self.uniform = uniform
+        else:
+            got = self._race_pass(acc.addr, eb, write, active)
+        self._report(got, what)
+
+    def races_at(self, addr: np.ndarray, eb: int, write: bool, what: str, active: np.ndarray) -> None:
+        """Race check of an access the cache does not know (a transpose read's per-lane addresses):
+        pending cached passes are applied first, then this one in full; the epoch's path in the
+        cache restarts at a fresh node, so no later access matches a path that skipped it."""
+        for p in self.pend_all:
+            self._race_pass(*p)
+        self.pend_all, self.pend_wg0 = [], []
+        got = self._race_pass(addr, eb, write, active)
+        if self.cached:
+            self.trie[("uncached", len(self.trie))] = (len(self.trie) + 1, got)
+            self.node, self.uniform = len(self.trie), False
+        self._report(got, what)
+
+    def _report(self, got: tuple[int, int, int, int, int, bool], what: str) -> None:
+        n, wg, wave, byte, other, kind = got
+        if n:
+            self.rep.race_count += n
+            if len(self.rep.races) < 20:
+                self.rep.races.append(f"{what}: workgroup {wg}, wave {wave} at LDS byte {byte} conflicts with a "
+                                      f"{'write' if kind else 'read'} by wave {other} with no barrier between")
+
+    def _uniform(self, acc: _Access, active: np.ndarray) -> bool:
+        """Whether every workgroup's waves make this access alike (same addresses, same active waves)."""
+        if acc.uniform is None:
+            o = acc.origin.reshape(self.nwg, self.W)
+            acc.uniform = bool((o == o[0]).all())
+        a = active.reshape(self.nwg, self.W)
+        return acc.uniform and bool((a == a[0]).all())
+
+    def _race_pass(self, addr: np.ndarray, eb: int, write: bool, active: np.ndarray,
+                   wg0: bool = False) -> tuple[int, int, int, int, int, bool]:
+        """Races of one access against the state, and the state updated: (races, workgroup, wave
+        and byte of the first racing access, the other wave of its race, whether that was a write).
+        ``wg0``: workgroup 0's waves only (the first ``W``)."""
+        if wg0:
+            addr, active = addr[:self.W], active[:self.W]
+        wg_of, wave_of = (self.wg_of[:self.W], self.wave_of[:self.W]) if wg0 else (self.wg_of, self.wave_of)
+        if self.race_seen[0].shape != self.last_writer.shape:
+            shape = self.last_writer.shape
+            self.race_seen = (np.full(shape, -1, np.int32), np.zeros(shape, np.int32))
+        self.race_ops += 1
+        got = lds_races(addr, eb, wg_of, wave_of, active, write, self.epoch, self.last_writer,
+                        self.write_epoch, self.read_epoch, self.race_seen, self.race_ops)
+        if got is not None:
+            return got
+        byte_addr = (addr[:, :, None] + np.arange(eb)).reshape(addr.shape[0], -1)
+        wg = wg_of[:, None].repeat(byte_addr.shape[1], 1)
+        wave = wave_of[:, None].repeat(byte_addr.shape[1], 1)
+        act = active[:, None].repeat(byte_addr.shape[1], 1)
+        wg, wave, b = wg[act], wave[act], byte_addr[act]
+        lw, we = self.last_writer[wg, b], self.write_epoch[wg, b]
+        conflict = (lw >= 0) & (lw != wave) & (we == self.epoch)
+        partner = np.where(conflict, lw, -1)  # the other wave of the race, for the message
+        kind_write = conflict.copy()  # the other access of the race is a write (else a read)
+        if write:
+            others = self.read_epoch[wg, :, b] == self.epoch
+            others[np.arange(wave.size), wave] = False
+            war = others.any(1) & ~conflict
+            partner = np.where(war, others.argmax(1), partner)
+            conflict |= war
+        # two waves of one workgroup writing the same byte in this very op
+        if write:
+            key = wg * (1 << 32) + b
+            order = np.argsort(key, kind="stable")
+            ks, ws = key[order], wave[order]
+            same = (ks[1:] == ks[:-1]) & (ws[1:] != ws[:-1])
+            if same.any():
+                hit = order[1:][same]
+                partner[hit] = np.where(conflict[hit], partner[hit], ws[:-1][same])
+                kind_write[hit] = np.where(conflict[hit], kind_write[hit], True)
+                conflict[hit] = True
+        got = (0, -1, -1, -1, -1, False)
+        if conflict.any():
+            i = int(np.flatnonzero(conflict)[0])
+            got = (int(conflict.sum()), int(wg[i]), int(wave[i]), int(b[i]), int(partner[i]), bool(kind_write[i]))
+        if write:
+            self.last_writer[wg, b] = wave
+            self.write_epoch[wg, b] = self.epoch
+        else:
+            self.read_epoch[wg, wave, b] = self.epoch
+        return got
+
+    # ------------------------------------------------------------------ data
+    def _flat(self, acc: _Access, eb: int) -> np.ndarray:
+        if acc.flat is None or acc.width != self.mem.shape[1] or not self.cached:  # (a later alloc grows rows)
+            acc.flat = self.wg_of[:, None] * (self.mem.shape[1] // eb) + acc.addr // eb
+            acc.flat_slots, acc.width = None, self.mem.shape[1]
+        return acc.flat
+
+    def _aligned(self, acc: _Access, eb: int) -> bool:
+        if eb not in acc.aligned:
+            acc.aligned[eb] = eb in (2, 4, 8) and not (acc.addr % eb).any()
+        return acc.aligned[eb]
+
+    def _bit_move(self, buf: Value, c: Codec, acc: _Access, eb: int) -> bool:
+        return (c.slots is not None and c.dt.name == buf.dtype and buf.dtype in _BIT_MOVE
+                and c.width == 8 * eb and self._aligned(acc, eb))
+
+    def store(self, buf: Value, c: Codec, regs: np.ndarray, acc: _Access, active: np.ndarray,
+              src_dtype: str | None = None) -> None:
+        eb = buf.lds.elem_bytes  # type: ignore[union-attr]
+        addr = acc.addr
+        if self._bit_move(buf, c, acc, eb):
+            bits = np.take(c.slot_view(regs), c.slots, axis=-1)  # per record, in the element's width
+            if not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
+                flat = self._flat(acc, eb)
+                unit = self.mem.view(bits.dtype).reshape(-1)
+                if active.all():
+                    unit[flat] = bits
+                else:
+                    unit[flat[active]] = bits[active]
+                return
+        src = src_dtype or c.dt.name  # the fragment's type, cast to the buffer's (numerics.cast)
+        bits = encode(cast(c.decode(regs), src, buf.dtype), buf.dtype)  # type: ignore[arg-type]
+        self.maybe_nan = True
+        act = active
+        if self._aligned(acc, eb):  # aligned elements: one store per element, same bytes
+            unit = np.dtype(f"uint{8 * eb}")
+            self.mem.view(unit)[self.wg_of[act][:, None], addr[act] // eb] = bits[act].astype(unit)
+            return
+        byt = ((bits[:, :, None] >> (8 * np.arange(eb, dtype=np.uint64))) & np.uint64(0xFF)).astype(np.uint8)
+        wgi = self.wg_of[act][:, None].repeat(addr.shape[1] * eb, 1)
+        byte_addr = (addr[act][:, :, None] + np.arange(eb)).reshape(int(act.sum()), -1)
+        self.mem[wgi, byte_addr] = byt[act].reshape(int(act.sum()), -1)
+
+    def load(self, buf: Value, c: Codec, acc: _Access) -> np.ndarray:
+        """The register image an lds_load of every wave (active or not) reads."""
+        eb = buf.lds.elem_bytes  # type: ignore[union-attr]
+        addr = acc.addr
+        if self._bit_move(buf, c, acc, eb) and c._slot_plan[1] is not None:
+            flat = self._flat(acc, eb)
+            if acc.flat_slots is None:
+                acc.flat_slots = np.ascontiguousarray(flat[:, c._slot_plan[1]])
+            bits = self.mem.view(c._unit).reshape(-1)[acc.flat_slots]
+            if not self.maybe_nan or not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
+                return c.from_slots(bits)
+        if self._aligned(acc, eb):  # aligned elements: read each as one unit
+            bits = self.mem.view(np.dtype(f"uint{8 * eb}"))[self.wg_of[:, None], addr // eb].astype(np.uint64)
+        else:
+            raw = self.mem[self.wg_of[:, None, None], addr[:, :, None] + np.arange(eb)].astype(np.uint64)
+            bits = (raw << (8 * np.arange(eb, dtype=np.uint64))).sum(-1).astype(np.uint64)
+        return c.encode(cast(decode(bits, buf.dtype), buf.dtype, c.dt))  # type: ignore[arg-type]
+

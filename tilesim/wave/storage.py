@@ -1,0 +1,58 @@
+"""How the simulator holds tensors: in their own numpy type where numpy has it (f16, f32, f64:
+half the bytes of float64 for f32, a quarter for f16), float64 or int64 values otherwise.
+
+An f16/f32/f64 tensor's values are exactly that type's, so holding them in it loses nothing, and
+its encoded bits are a view (no copy). A caller's input array already in the type is used as it
+is, read-only (the simulator copies it before a store to it), unless it holds a NaN: a signalling
+NaN's bits change in the conversion every other input goes through, so those arrays are converted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tilesim.matrix.dtypes import DType, dtype, encode_bits
+from tilesim.matrix.numerics import quantize
+
+__all__ = ["storage_dtype", "tensor_bits", "tensor_storage"]
+
+_CHUNK = 1 << 18  # inputs are converted this many elements at a time (no float64 copy of the whole)
+
+
+def _native(d: DType) -> bool:
+    return d.kind == "float" and d.np_name in ("float16", "float32", "float64") and d.bits == d.reg_bits
+
+
+def storage_dtype(dt: Any) -> np.dtype:
+    d = dtype(dt)
+    if _native(d):
+        return np.dtype(d.np)
+    return np.dtype(np.float64)
+
+
+def tensor_storage(a: np.ndarray, dt: Any, *, borrow: bool) -> np.ndarray:
+    """The tensor's values (``quantize(a, dt)``) in :func:`storage_dtype`; ``borrow``: an input array
+    already in that type may be returned as a read-only view."""
+    d = dtype(dt)
+    if not _native(d):
+        return quantize(a, d).astype(np.float64)
+    if borrow and a.dtype == d.np and a.flags.c_contiguous and not np.isnan(a).any():
+        v = a.view()
+        v.flags.writeable = False
+        return v
+    out = np.empty(a.shape, d.np)
+    src, dst = a.reshape(-1), out.reshape(-1)
+    for i in range(0, src.size, _CHUNK):
+        with np.errstate(over="ignore", invalid="ignore"):
+            dst[i:i + _CHUNK] = quantize(src[i:i + _CHUNK], d)
+    return out
+
+
+def tensor_bits(t: np.ndarray, dt: Any) -> np.ndarray:
+    """The tensor's values encoded as ``dt``, flat (a view when ``t`` is held in that type)."""
+    d = dtype(dt)
+    if _native(d) and t.dtype == d.np:
+        return np.ascontiguousarray(t).reshape(-1).view(np.dtype(f"uint{d.bits}"))
+    return encode_bits(t, d).reshape(-1)
