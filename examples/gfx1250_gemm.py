@@ -77,10 +77,70 @@ def reference(A: np.ndarray, B: np.ndarray) -> dict[str, np.ndarray]:
     return {"C": A.astype(np.float64) @ B.astype(np.float64)}
 
 
+# ------------------------------------------------------------------ block-scaled (MX) forms
+MX_CONFIGS = [  # (instruction, A type, B type, k per scale, A's scale row select, B's)
+    ("v_wmma_scale_f32_16x16x128_f8f6f4", "fp8_ocp", "bf8_ocp", 32, 0, 0),
+    ("v_wmma_scale16_f32_16x16x128_f8f6f4", "fp8_ocp", "bf8_ocp", 16, 1, 0),  # A's scales in lanes 16-31
+    ("v_wmma_scale_f32_32x16x128_f4", "fp4", "fp4", 32, 0, 0),
+]
+
+
+def _make_mx(ta: str, tb: str) -> ts.ir.Kernel:
+    def gfx1250_mx_gemm(A: ts.Tensor[ta, "M", "K"], SA: ts.Tensor["e8m0", "M", "KB"], B: ts.Tensor[tb, "K", "N"],
+                        SB: ts.Tensor["e8m0", "KB", "N"], C: ts.Tensor["f32", "M", "N"],
+                        *, mma="v_wmma_scale_f32_16x16x128_f8f6f4", block=32, row_a=0, row_b=0):
+        op = ts.mma_op(mma)
+        fa, fb = _CODE[ta] if op.m == 16 else 0, _CODE[tb] if op.m == 16 else 0  # the M=32 form is fp4 only
+        mods = {k: v for k, v in (("cbsz", fa), ("blgp", fb), ("opsel_a", row_a), ("opsel_b", row_b)) if v}
+        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc = ts.zeros(op.layout("C"), "f32")
+        for k in ts.range(0, A.shape[1], op.k):
+            a = ts.load(A[tm * op.m:, k:], op.layout("A", cbsz=fa))
+            b = ts.load(B[k:, tn * op.n:], op.layout("B", blgp=fb))
+            # the scales of k-blocks k/block ... in bytes 0.. of lane r (+16 with the ROW1 select)
+            sa = ts.load(SA[tm * op.m:, k // block:], op.layout("SA", opsel_a=row_a))
+            sb = ts.load(SB[k // block:, tn * op.n:], op.layout("SB", opsel_b=row_b))
+            acc = ts.mma(op, a, b, acc, scale_a=sa, scale_b=sb, **mods)
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+    gfx1250_mx_gemm.__name__ = f"gfx1250_mx_gemm_{ta.split('_')[0]}_{tb.split('_')[0]}"
+    return ts.kernel(gfx1250_mx_gemm)
+
+
+MX_KERNELS = {(ta, tb): _make_mx(ta, tb) for _, ta, tb, _, _, _ in MX_CONFIGS}
+
+
+def mx_programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
+    """Block-scaled GEMMs: fp8 x bf8 with block-32 and block-16 (A's scales in lanes 16-31) scales,
+    checked, simulated and compiled; fp4 x fp4 on the M=32 form, checked and simulated."""
+    return [MX_KERNELS[ta, tb].specialize(target="gfx1250", M=M, N=N, K=K, KB=K // blk, mma=m, block=blk,
+                                          row_a=ra, row_b=rb) for m, ta, tb, blk, ra, rb in MX_CONFIGS]
+
+
+def mx_inputs(prog: ts.Program, seed: int = 0) -> dict[str, np.ndarray]:
+    """``inputs`` plus E8M0 scale bytes 121..133 (2**-6 .. 2**6), decoded by ml_dtypes."""
+    out = inputs(prog, seed)
+    rng = np.random.default_rng(seed + 1000)
+    for name in ("SA", "SB"):
+        raw = rng.integers(121, 134, prog.tensor(name).shape).astype(np.uint8)
+        out[name] = raw.view(ml_dtypes.float8_e8m0fnu).astype(np.float32)
+    return out
+
+
+def mx_reference(A: np.ndarray, SA: np.ndarray, B: np.ndarray, SB: np.ndarray) -> dict[str, np.ndarray]:
+    """float64: each block of k of A's rows and B's columns times its scale, then the product."""
+    block = np.shape(A)[1] // np.shape(SA)[1]
+    kb = np.arange(np.shape(A)[1]) // block
+    return {"C": (np.asarray(A, np.float64) * np.asarray(SA, np.float64)[:, kb])
+            @ (np.asarray(B, np.float64) * np.asarray(SB, np.float64)[kb, :])}
+
+
 if __name__ == "__main__":
-    for prog in programs() + f4_programs():
-        arrays = inputs(prog)
+    for prog in programs() + f4_programs() + mx_programs():
+        mx = "SA" in {t.name for t in prog.tensors}
+        arrays = mx_inputs(prog) if mx else inputs(prog)
         got = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
-        want = reference(**arrays)["C"]
+        want = (mx_reference if mx else reference)(**arrays)["C"]
         err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
         print(f"{prog.name:28} {ts.check(prog).ok and 'check OK':9} max |C - float64| / max|C| = {err:.2e}")

@@ -1,4 +1,4 @@
-"""gfx1250 f8f6f4, 32x16x128_f4 and scaled WMMA; the SWMMAC gap.
+"""gfx1250 f8f6f4, 32x16x128_f4 and scaled WMMA (block scales SA/SB); the SWMMAC gap.
 
 Expected locations are transcribed per element from sources that do not read tilesim's recipes:
 
@@ -31,6 +31,8 @@ from tilesim.errors import InstructionError, ModifierError, ToolchainError
 from tilesim.matrix.catalog import lookup, rows
 from tilesim.matrix.probe import c_type
 from tilesim.matrix.registers import execute_registers
+
+offline = pytest.importorskip("tilesim.hw.offline")
 
 T = "gfx1250"
 F8F6F4 = ["v_wmma_f32_16x16x128_f8f6f4", "v_wmma_scale_f32_16x16x128_f8f6f4", "v_wmma_scale16_f32_16x16x128_f8f6f4"]
@@ -117,7 +119,7 @@ def test_32x16_f4_is_two_f8f6f4_fp4_halves_sharing_b(name):
     for r in half.layout("D").locations():
         assert (d[r.row, r.col].lane, d[r.row, r.col].vgpr) == (r.lane, r.vgpr)
         assert (d[r.row + 16, r.col].lane, d[r.row + 16, r.col].vgpr) == (r.lane, r.vgpr + 8)
-    assert row.registers_for() == {"A": 16, "B": 8, "C": 16, "D": 16}
+    assert {op: n for op, n in row.registers_for().items() if op in "ABCD"} == {"A": 16, "B": 8, "C": 16, "D": 16}
 
 
 def test_scaled_forms_read_a_b_c_d_like_the_base_wmma():
@@ -139,7 +141,7 @@ def test_every_new_row_cites_its_sources_and_confidence():
         assert "comgr" in r.citation and "Triton" in r.citation, r.mnemonic
         assert "medium confidence" in r.notes, r.mnemonic
         if "scale" in r.mnemonic:
-            assert "NOT modelled" in r.notes or "SA" in r.operands, r.mnemonic
+            assert r.scale_operands == ("SA", "SB") and "E8M0" in r.notes, r.mnemonic
 
 
 # ------------------------------------------------------------------------------------ numerics
@@ -182,7 +184,8 @@ def test_f8f6f4_registers_run_against_a_float64_reference(fa, fb):
         for j in range(16):
             c_regs[j + 16 * (i // 8), i % 8] = np.float32(C[i, j]).view(np.uint32)
     d_regs = execute_registers(row, a_regs, b_regs, c_regs, cbsz=fa, blgp=fb)
-    D = np.array([[d_regs[j + 16 * (i // 8), i % 8].view(np.float32) for j in range(16)] for i in range(16)], np.float64)
+    D = np.array([[d_regs[j + 16 * (i // 8), i % 8].view(np.float32) for j in range(16)] for i in range(16)],
+                 np.float64)
     want = (A @ B + C).astype(np.float32).astype(np.float64)  # exact products and sum, one rounding to f32
     np.testing.assert_array_equal(D, want)
 
@@ -228,16 +231,80 @@ def test_a_program_loading_the_dense_fp8_layout_for_f8f6f4_is_refused_by_check()
     assert not rep.ok and "operand A" in str(rep)
 
 
-def test_scaled_rows_are_not_emitted_in_tile_programs():
-    """Their builtins take the block scales, which tile programs cannot pass yet: refused, not dropped."""
+def test_scaled_rows_need_their_scales_in_tile_programs():
+    """A scaled WMMA without scale fragments is refused by check (not run with silent 1.0 scales)."""
     for name in ("v_wmma_scale_f32_16x16x128_f8f6f4", "v_wmma_scale16_f32_16x16x128_f8f6f4"):
         prog = gfx1250_gemm.KERNELS["fp8_ocp", "fp8_ocp"].specialize(target=T, M=16, N=16, K=128, mma=name)
-        with pytest.raises(CodegenError, match="operands"):
-            emit_hip(prog)
+        rep = ts.check(prog)
+        assert not rep.ok and "scale_a=" in str(rep), str(rep)
+
+
+# ------------------------------------------------------------------------------------ block scales
+SCALED = [n for n in F8F6F4 + F4 if "scale" in n]
+
+
+@pytest.mark.parametrize("name", SCALED)
+def test_scales_sit_in_lane_r_byte_kb_and_row1_moves_them_to_lanes_16_31(name):
+    """Triton chooseScaledWmmaScaleLayout: lanes 0-15 along M/N, consecutive k-blocks in a lane's
+    scale register (the second 16 lanes duplicate or, with the ROW1 select, hold them: Triton's
+    "1: use scales in 16..31 lanes"); comgr: block-32 "[byte0..3] = k-block 0..3", block-16 "Vn
+    bytes 0-3, Vn+1 bytes 4-7"; the M=32 form's rows 16-31 read lanes 16-31."""
+    row = lookup(name, T)
+    block = 16 if "scale16" in name else 32
+    nkb = 128 // block
+    assert row.registers_for()["SA"] == row.registers_for()["SB"] == nkb * 8 // 32
+    sels = (0, 1) if row.m == 16 else (0,)
+    for sel in sels:
+        want_a = _records((row.m, nkb), 8, lambda r, kb: (r + 16 * sel, 8 * kb))
+        assert np.array_equal(row.layout("SA", opsel_a=sel).location_array(), want_a), (name, sel)
+        want_b = _records((16, nkb), 8, lambda j, kb: (j + 16 * sel, 8 * kb))
+        assert np.array_equal(row.layout("SB", opsel_b=sel).location_array(), _transpose(want_b)), (name, sel)
+    if row.m == 32:
+        with pytest.raises(ModifierError):
+            row.layout("SA", opsel_a=1)
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_mx_tile_programs_match_a_float64_reference(i):
+    """E8M0 scales decoded by ml_dtypes (float8_e8m0fnu), values by ml_dtypes: independent of tilesim."""
+    prog = gfx1250_gemm.mx_programs()[i]
+    assert ts.check(prog).ok, str(ts.check(prog))
+    for seed in (0, 1):
+        arrays = gfx1250_gemm.mx_inputs(prog, seed)
+        got = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
+        want = gfx1250_gemm.mx_reference(**arrays)["C"]
+        np.testing.assert_allclose(got, want, rtol=2.0**-22, atol=2.0**-22 * np.abs(want).max())
+
+
+def test_a_scale_in_the_wrong_byte_or_lane_half_changes_one_block():
+    """Probe: one k-block's scale of one row doubled; only that row's products over those k move —
+    and feeding lanes 0-15 when the instruction reads ROW1 (lanes 16-31) is a check error."""
+    prog = gfx1250_gemm.mx_programs()[1]  # scale16, A's scales in lanes 16-31
+    arrays = gfx1250_gemm.mx_inputs(prog, 3)
+    base = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
+    bumped = dict(arrays, SA=arrays["SA"].copy())
+    bumped["SA"][5, 3] *= 2  # row 5, k 48..63
+    got = np.asarray(ts.simulate(prog, **bumped)["C"], np.float64)
+    delta = arrays["A"][5, 48:64].astype(np.float64) @ (arrays["B"][48:64].astype(np.float64)
+                                                        * arrays["SB"][3].astype(np.float64)) * arrays["SA"][5, 3]
+    np.testing.assert_allclose(got[5] - base[5], delta, rtol=1e-6, atol=1e-6 * np.abs(base).max())
+    assert np.array_equal(np.delete(got, 5, 0), np.delete(base, 5, 0))
+
+
+def test_scaled_tile_programs_compile_with_the_scale_operands():
+    for prog in gfx1250_gemm.mx_programs()[:2]:
+        try:
+            isa = offline.compile_hip(emit_hip(prog).source, T, wave_size=32).isa
+        except ToolchainError as e:  # pragma: no cover - the dev extra installs ziglang
+            pytest.skip(f"no AMDGPU clang: {e}")
+        name = lookup(next(op.attr("instr") for op in prog.walk() if op.kind == "mma_scaled"), T).mnemonic
+        sizes, line = _tuples(isa, name)
+        assert sizes[4:] == ([2, 2] if "scale16" in name else [1, 1]), line
+        assert "matrix_b_fmt:MATRIX_FMT_BF8" in line, line
+        assert ("matrix_a_scale:MATRIX_SCALE_ROW1" in line) == ("scale16" in name), line
 
 
 # ------------------------------------------------------------------------------------ compiler truth
-offline = pytest.importorskip("tilesim.hw.offline")
 
 
 def _compile(src: str) -> str:
@@ -257,7 +324,8 @@ def _call_source(builtin, mods) -> str:
         params.append(f"const {name}* p{i}")
         args.append(f"p{i}[t]")
     return ("\n".join(sorted(t for t in typedefs if t)) + f'\nextern "C" __attribute__((global)) void k({ret}* out, '
-            f'{", ".join(params)}) {{ int t = __builtin_amdgcn_workitem_id_x(); out[t] = {builtin.call(args, mods)}; }}\n')
+            f'{", ".join(params)}) {{ int t = __builtin_amdgcn_workitem_id_x(); '
+            f'out[t] = {builtin.call(args, mods)}; }}\n')
 
 
 def _tuples(isa: str, mnemonic: str) -> tuple[list[int], str]:
@@ -284,6 +352,9 @@ def test_the_isa_shows_the_format_and_the_tuple_sizes_the_row_declares(name, fa,
         assert sizes[4:] == [2, 2], line  # block-16 scales: a VGPR pair each (i64 builtin operands)
     elif "scale" in name:
         assert sizes[4:] == [1, 1], line  # block-32 scales: one VGPR each
+    if "scale" in name:  # the row selects feed matrix_a_scale / matrix_b_scale (ROW1 = lanes 16-31)
+        line = _tuples(_compile(_call_source(row.builtin_for(32), {"opsel_a": 1, "opsel_b": 1})), name)[1]
+        assert "matrix_a_scale:MATRIX_SCALE_ROW1 matrix_b_scale:MATRIX_SCALE_ROW1" in line, line
 
 
 @pytest.mark.compiler

@@ -17,9 +17,11 @@ from dataclasses import replace
 import numpy as np
 
 from tilesim.layouts.layout import Layout
-from tilesim.matrix.catalog_amd import _IU, FP8_PAIRS, NEG, NEG_HI, SIGNED, _bits, _builtin, _regs, _wmma, parse_clang_type
+from tilesim.matrix.catalog_amd import (_IU, FP8_PAIRS, NEG, NEG_HI, SIGNED, _bits, _builtin, _regs, _wmma,
+                                        parse_clang_type)
 from tilesim.matrix.geometry import AccGeometry, FormatGeometry, InputGeometry
 from tilesim.matrix.instruction import Builtin, Immediate, MatrixInstruction, Modifier
+from tilesim.matrix.scale import ScaleGeometry
 
 __all__ = ["GFX1250_ROWS", "F8F6F4_FORMATS", "F8F6F4_VGPRS", "f8f6f4_geometry"]
 
@@ -105,11 +107,13 @@ _FMT_A = Modifier("cbsz", tuple(F8F6F4_FORMATS), "matrix_a_fmt: A format 0 fp8, 
 _FMT_B = Modifier("blgp", tuple(F8F6F4_FORMATS), "matrix_b_fmt: B format 0 fp8, 1 bf8, 4 fp4 (fp6/bf6 not modelled)",
                   "format")
 
-# The builtins' immediates. Formats are fed from the format modifiers; the rest stay 0 (C modifiers,
-# reuse hints, and the scale fields: row select, scale format — see the scaled rows' notes).
+# The builtins' immediates. Formats come from the format modifiers, the scale row selects from
+# opsel_a/opsel_b; the rest stay 0: C modifiers, reuse hints, and the scale formats (0 = E8M0; E5M3
+# and E4M3 are not modelled).
 _IMMS = {imm.name: imm for imm in (
     Immediate("matrix_a_fmt", "cbsz"), Immediate("matrix_b_fmt", "blgp"), Immediate("c_mod"),
-    Immediate("a_scale_row"), Immediate("a_scale_fmt"), Immediate("b_scale_row"), Immediate("b_scale_fmt"),
+    Immediate("a_scale_row", "opsel_a"), Immediate("a_scale_fmt"), Immediate("b_scale_row", "opsel_b"),
+    Immediate("b_scale_fmt"),
     Immediate("reuse_a"), Immediate("reuse_b"),
 )}
 
@@ -141,8 +145,36 @@ _F8F6F4_NOTE = ("formats per operand (matrix_a_fmt/matrix_b_fmt as cbsz/blgp): f
                 "confidence; order inside a 16-k run assumed natural); fp6/bf6 not modelled; cycles unknown")
 _F4_NOTE = ("A = two 16x16x128_f8f6f4 fp4 A tuples (rows 0-15, 16-31), B shared, D = two 16x16 D tuples "
             "(comgr's exact M-split); medium confidence; cycles unknown")
-_SCALE_NOTE = ("; block scales ({per} k per scale, {ty} per lane, E8M0 or E4M3) are NOT modelled: the row "
-               "computes with every scale 1.0, so tile programs cannot emit it (its builtin takes the scales)")
+_SCALE_NOTE = ("; block scales SA/SB: one E8M0 byte per {per} k, byte kb of an {ty} per lane, row/column r in "
+               "lane r (opsel = matrix_*_scale ROW1: lanes 16-31; comgr + Triton, medium confidence); "
+               "E5M3/E4M3 scale formats not modelled")
+
+
+def _scales(m: int, block: int) -> dict[str, tuple[ScaleGeometry, int]]:
+    """SA/SB of a gfx1250 scaled WMMA: the scale of row (SA) or column (SB) r, k-block kb is byte kb of
+    lane r's scale register — an i32 holds a 128-k row's four block-32 scales, an i64 its eight block-16
+    ones (comgr: "[byte0..3] = k-block 0..3", block-16 "Vn bytes 0-3, Vn+1 bytes 4-7"; Triton
+    ``chooseScaledWmmaScaleLayout``: 4 consecutive k-blocks per register, lanes 0-15 along M/N).
+    matrix_a_scale/matrix_b_scale (tilesim: opsel_a/opsel_b) = 1 (ROW1) read lanes 16-31 instead
+    (Triton: "1: use scales in 16..31 lanes"; comgr feeds rows 16-31 of the M=32 form that way);
+    the 32-row SA of the M=32 form fills lanes 0-31, so it has no select."""
+    reg_bits = 128 // block * 8
+    out = {}
+    for op, rows, sel in (("SA", m, "opsel_a"), ("SB", 16, "opsel_b")):
+        place = InputGeometry(rows, 1, 1, 32, reg_bits // 8)
+        out[op] = (ScaleGeometry(op, block, "e8m0", place, reg_bits, sel, (0, 1) if rows == 16 else (0,),
+                                 select_stride=0, select_lanes=16), 8)
+    return out
+
+
+def _scale_mods(geo: dict) -> tuple[Modifier, ...]:
+    def effect(op: str, g: ScaleGeometry) -> str:
+        field = f"matrix_{op[1].lower()}_scale"
+        if len(g.select_values) > 1:
+            return f"{field}: {op} from lanes 0-15 (0) or 16-31 (1, ROW1)"
+        return f"{field}: {op} of the 32 rows in lanes 0-31 (ROW1 not modelled)"
+
+    return tuple(Modifier(g.select, g.select_values, effect(op, g), "scale_select") for op, (g, _) in geo.items())
 
 
 def _f8f6f4_rows() -> list[MatrixInstruction]:
@@ -156,10 +188,15 @@ def _f8f6f4_rows() -> list[MatrixInstruction]:
         imms = ("matrix_a_fmt", "matrix_b_fmt", "c_mod")
         if prefix:
             imms += ("a_scale_row", "a_scale_fmt", "b_scale_row", "b_scale_fmt", "reuse_a", "reuse_b")
+        mods: tuple[Modifier, ...] = (_FMT_A, _FMT_B)
+        if prefix:
+            scales = _scales(16, per)
+            geo[32].update(scales)
+            regs[32].update({op: g.registers for op, (g, _) in scales.items()})
+            mods += _scale_mods(scales)
         bl = _builtin1250("__builtin_amdgcn_" + name[2:], "V8fIiV16iIiV16iIsV8f" + ssig, imms)
         note = _F8F6F4_NOTE + (_SCALE_NOTE.format(per=per, ty=sty) if prefix else "")
-        row = _wmma("gfx1250", name, 128, "fp8_ocp", "f32", None, geo, regs, mods=(_FMT_A, _FMT_B),
-                    builtins=(bl,), notes=note)
+        row = _wmma("gfx1250", name, 128, "fp8_ocp", "f32", None, geo, regs, mods=mods, builtins=(bl,), notes=note)
         rows.append(replace(row, citation=f"{COMGR}; {TRITON_SCALED}; {CLANG}"))
     b_fp4 = (_FP4_A, 4)
     acc32 = AccGeometry(16, 2, 8, 32, 16)  # rows 16-31 continue in VGPRs 8-15
@@ -170,9 +207,15 @@ def _f8f6f4_rows() -> list[MatrixInstruction]:
         regs = {32: {"A": 16, "B": 8, "C": 16, "D": 16}}
         imms = ("c_mod",) + (("a_scale_row", "a_scale_fmt", "b_scale_row", "b_scale_fmt", "reuse_a", "reuse_b")
                              if prefix else ())
+        mods = ()
+        if prefix:
+            scales = _scales(32, per)
+            geo[32].update(scales)
+            regs[32].update({op: g.registers for op, (g, _) in scales.items()})
+            mods = _scale_mods(scales)
         bl = _builtin1250("__builtin_amdgcn_" + name[2:], "V16fV16iV8iIsV16f" + ssig, imms)
         note = _F4_NOTE + (_SCALE_NOTE.format(per=per, ty=sty) if prefix else "")
-        row = _wmma("gfx1250", name, 128, "fp4", "f32", None, geo, regs, m=32, builtins=(bl,), notes=note)
+        row = _wmma("gfx1250", name, 128, "fp4", "f32", None, geo, regs, m=32, mods=mods, builtins=(bl,), notes=note)
         rows.append(replace(row, citation=f"{COMGR}; {TRITON_SCALED}; {CLANG}"))
     return rows
 

@@ -15,7 +15,8 @@ outer index ``r`` (i or j) picks the lane inside a lane group, the k-block ``kb`
 chunks over the lane groups, and a *select* modifier adds a slot offset (which byte of the
 register the instruction reads)::
 
-    lane = r + rows * (kb % groups) + copy,   slot = (kb // groups) + select * select_stride
+    lane = r + rows * (kb % groups) + copy + select * select_lanes,
+    slot = (kb // groups) + select * select_stride
 
 gfx950 ``v_mfma_scale_f32_16x16x128_f8f6f4``: rows 16, groups 4 → scale (i, kb) in lane
 ``i + 16*kb``, byte ``opsel_a`` of the scale VGPR; ``32x32x64``: lane ``i + 32*kb``. Sources and
@@ -62,6 +63,7 @@ class ScaleGeometry:
     select: str  # modifier field: "opsel_a" | "opsel_b"
     select_values: tuple[int, ...]
     select_stride: int = 1
+    select_lanes: int = 0  # lanes the select moves the read (gfx1250 matrix_*_scale ROW1: 16)
 
     def __post_init__(self) -> None:
         if self.operand not in SCALE_OPERANDS:
@@ -93,7 +95,8 @@ class ScaleGeometry:
         """The operand's layout for ``outer`` rows (M for SA, N for SB), depth ``k`` and select value ``sel``."""
         if sel not in self.select_values:
             raise ModifierError(f"{self.select}={sel} is not legal; legal: {choices(self.select_values)}")
-        geo = replace(self.place, slot_shift=self.place.slot_shift + sel * self.select_stride)
+        geo = replace(self.place, slot_shift=self.place.slot_shift + sel * self.select_stride,
+                      copies=tuple(c + sel * self.select_lanes for c in self.place.copies))
         return input_layout(geo, outer, self.blocks_of(k), 1, self.bits, transpose=self.operand == "SB")
 
 
