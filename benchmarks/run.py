@@ -476,6 +476,12 @@ def bench_cuda() -> list[dict[str, Any]]:
                            f["torch_matmul_fp16"]["median_s"], load_start=None, tflops=f["lds_gemm"]["tflops"],
                            torch_tflops=f["torch_matmul_fp16"]["tflops"], fraction_of_torch=f["lds_vs_torch"]["fraction"],
                            **src))
+    if "median_s" in f.get("torch_matmul_fp16", {}) and "block_gemm" in f:  # issue 17: >= 0.25 of torch
+        out.append(_figure(f"cuda/block-vs-torch/{n}", f"block-tiled example {n}³ (examples/block_gemm.py) on {dev}",
+                           f["block_gemm"]["median_s"], "s", "torch.matmul fp16, same size",
+                           f["torch_matmul_fp16"]["median_s"], load_start=None, target={"max_ratio": 1 / 0.25},
+                           tflops=f["block_gemm"]["tflops"], torch_tflops=f["torch_matmul_fp16"]["tflops"],
+                           fraction_of_torch=f["block_vs_torch"]["fraction"], **src))
     for row in out:  # measured on the device machine: this machine's load says nothing about them
         row["load_average_1min"] = None
     return out

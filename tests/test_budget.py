@@ -80,7 +80,7 @@ def test_a_4096_cubed_gemm_and_every_example_fit_the_defaults():
     import examples
 
     for mod in ("gemm", "gemm_abt", "fp8_gemm", "int8_gemm", "lds_gemm", "softmax", "port_cdna3", "gemm_planted",
-                "sparse_gemm", "batched_small_gemm", "mxfp8_gemm", "mxfp4_gemm"):
+                "sparse_gemm", "batched_small_gemm", "mxfp8_gemm", "mxfp4_gemm", "block_gemm"):
         m = __import__(f"examples.{mod}", fromlist=["programs"])
         for p in m.programs():
             budget.check_program(p)

@@ -22,7 +22,7 @@ from tilesim.matrix import lookup
 
 SNAP = Path(__file__).parent / "snapshots"
 EXAMPLES = ["gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm", "sparse_gemm", "batched_small_gemm",
-            "mxfp8_gemm"]
+            "mxfp8_gemm", "block_gemm"]
 PROGRAMS = [(m, p) for m in EXAMPLES for p in importlib.import_module(f"examples.{m}").programs()]
 AMD = [(m, p) for m, p in PROGRAMS if p.target.startswith("gfx")]
 NVIDIA = [(m, p) for m, p in PROGRAMS if p.target.startswith("sm_")]

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import tilesim as ts
-from examples import fp8_gemm, gemm, gemm_abt, int8_gemm, lds_gemm, softmax
+from examples import block_gemm, fp8_gemm, gemm, gemm_abt, int8_gemm, lds_gemm, softmax
 from tilesim.layouts import Layout
 from tilesim.matrix import lookup
 from tilesim.matrix.catalog import rows
@@ -36,11 +36,11 @@ from tilesim.matrix.numerics import tolerance
 from tilesim.matrix.sparse import compress
 
 MODULES = {"gemm": gemm, "gemm_abt": gemm_abt, "lds_gemm": lds_gemm, "softmax": softmax, "int8_gemm": int8_gemm,
-           "fp8_gemm": fp8_gemm}
+           "fp8_gemm": fp8_gemm, "block_gemm": block_gemm}
 # GEMM-shaped examples: (output, A input, B input, B stored N x K, extra zero inputs)
 GEMMS = {"gemm": ("C", "A", "B", False, ()), "gemm_abt": ("D", "A", "B", True, ("C",)),
          "lds_gemm": ("C", "A", "B", False, ()), "int8_gemm": ("C", "A", "B", False, ("Bias",)),
-         "fp8_gemm": ("C", "A", "B", False, ())}
+         "fp8_gemm": ("C", "A", "B", False, ()), "block_gemm": ("C", "A", "B", False, ())}
 
 
 def _programs(name):

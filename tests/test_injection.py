@@ -34,7 +34,7 @@ from tilesim.ir import verify
 from tilesim.ir.core import Op, Program, Value
 
 EXAMPLES = ["gemm", "gemm_abt", "lds_gemm", "softmax", "int8_gemm", "fp8_gemm", "sparse_gemm", "batched_small_gemm",
-            "lds_tr_gemm", "mxfp8_gemm"]
+            "lds_tr_gemm", "mxfp8_gemm", "block_gemm"]
 
 STRING_PAYLOADS = [
     '+ 0); asm volatile("s_trap 2"); s5 = (s1 +',  # issue 19's binop payload

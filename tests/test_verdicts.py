@@ -237,7 +237,7 @@ def test_amd_paths_and_sim_mismatch():
 # ---------------------------------------------------------------- the tolerance
 
 @pytest.mark.parametrize("module", ["gemm", "gemm_abt", "int8_gemm", "lds_gemm", "softmax", "fp8_gemm", "sparse_gemm",
-                                    "batched_small_gemm"])
+                                    "batched_small_gemm", "block_gemm"])
 def test_every_example_simulates_within_tolerance_of_its_reference(module):
     import importlib
 

@@ -39,6 +39,13 @@ static __device__ inline ts_u32 ts_f32_to_f16(float x) { unsigned short h;
 static __device__ inline ts_u32 ts_lane_from(ts_u32 x, int src) { return __shfl_sync(0xffffffffu, x, src); }
 #define TS_WAVE_SYNC() __syncwarp()
 #endif
+#if TS_AMD  // wide memory accesses (tilesim/codegen/wide.py): members .x .y .z .w, low register first
+typedef ts_u32 ts_v2 __attribute__((ext_vector_type(2)));
+typedef ts_u32 ts_v4 __attribute__((ext_vector_type(4)));
+#else
+typedef uint2 ts_v2;
+typedef uint4 ts_v4;
+#endif
 #define TS_DEV __attribute__((device))
 static TS_DEV inline int ts_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static TS_DEV inline int ts_mod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
@@ -72,21 +79,19 @@ extern "C" __attribute__((global)) TS_BOUNDS(32) void gemm(const ts_u16* __restr
     f6 = ts_r4{};
     {
       #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        bool ok[2]; int i[2];
-        #pragma unroll
-        for (int s = 2 * v; s < 2 * v + 2; ++s) {
-          const int gr = s5 + (lane % 16), gc = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8);
-          ok[s - 2 * v] = gr >= 0 && gr < 64 && gc >= 0 && gc < 64; i[s - 2 * v] = gr * 64 + gc;
-        }
-        if (ok[0] && ok[1] && i[1] == i[0] + 1 && (i[0] & 1) == 0) {
-          f6.r[v] = *(const ts_u32*)(A + i[0]);
+      for (int v = 0; v < 2; ++v) {
+        const int s = 4 * v;
+        const int gr = s5 + (lane % 16), gc = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8);
+        if ((s4 % 4 == 0) && gr >= 0 && gr < 64 && gc >= 0 && gc + 3 < 64) {
+          const ts_v2 x = *(const ts_v2*)(A + gr * 64 + gc);
+          f6.r[2 * v + 0] = x.x; f6.r[2 * v + 1] = x.y;
         } else {
-          f6.r[v] = 0u;
           #pragma unroll
-          for (int s = 2 * v; s < 2 * v + 2; ++s) {
+          for (int s = 4 * v; s < 4 * v + 4; ++s) {
             const int gr = s5 + (lane % 16), gc = s4 + (s % 4 + (lane / 16) * 4 + (s / 4) * 8);
-            if (gr >= 0 && gr < 64 && gc >= 0 && gc < 64) f6.r[v] |= (ts_u32)A[gr * 64 + gc] << ((s % 2) * 16);
+            const int v = s / 2, lo = (s % 2) * 16;
+            const ts_u32 x = (gr >= 0 && gr < 64 && gc >= 0 && gc < 64) ? (ts_u32)A[gr * 64 + gc] : 0u;
+            f6.r[v] = (f6.r[v] & ~(65535u << lo)) | (x << lo);
           }
         }
       }

@@ -80,6 +80,13 @@ static __device__ inline ts_u32 ts_lane_from(ts_u32 x, int src) { return __shfl_
 #define TS_WAVE_SYNC() __syncwarp()
 @CUDA_MACROS@
 #endif
+#if TS_AMD  // wide memory accesses (tilesim/codegen/wide.py): members .x .y .z .w, low register first
+typedef ts_u32 ts_v2 __attribute__((ext_vector_type(2)));
+typedef ts_u32 ts_v4 __attribute__((ext_vector_type(4)));
+#else
+typedef uint2 ts_v2;
+typedef uint4 ts_v4;
+#endif
 #define TS_DEV __attribute__((device))
 static TS_DEV inline int ts_floordiv(int a, int b) { int q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 static TS_DEV inline int ts_mod(int a, int b) { int r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }

@@ -139,6 +139,7 @@ _STORE = {"b8": (1, "lo"), "byte": (1, "lo"), "b16": (2, "lo"), "short": (2, "lo
           "dwordx4": (16, "dw"), "d16_hi_b8": (1, "hi"), "byte_d16_hi": (1, "hi"), "d16_hi_b16": (2, "hi"),
           "short_d16_hi": (2, "hi"), "b8_d16_hi": (1, "hi"), "b16_d16_hi": (2, "hi")}
 _DS_ALIAS = {"ds_read_": "ds_load_", "ds_write_": "ds_store_", "ds_read2_": "ds_load_2addr_",
+             "ds_read2st64_": "ds_load_2addr_stride64_", "ds_write2st64_": "ds_store_2addr_stride64_",
              "ds_write2_": "ds_store_2addr_", "ds_load_u16_d16": "ds_load_d16_b16"}
 
 
@@ -397,6 +398,9 @@ def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], Non
         raise ctx.err(ins, "GDS is not modelled")
     ops = ins.operands
     two = "_2addr_" in m
+    st64 = "_2addr_stride64_" in m  # ISA: offset0/offset1 count units of 64 elements, not 1
+    if st64:
+        m = m.replace("_2addr_stride64_", "_2addr_")
     if m.startswith("ds_load_"):
         size = m[len("ds_load_2addr_" if two else "ds_load_"):]
         if size not in _LOAD:
@@ -425,7 +429,8 @@ def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], Non
         raise ctx.err(ins, "2addr forms of sub-dword sizes are not modelled")
     a = _vreg(vaddr, 1, ctx, ins, st)
     if two:
-        offs = [_imm_mod(ins, "offset0", ctx) * nbytes, _imm_mod(ins, "offset1", ctx) * nbytes]
+        unit = nbytes * (64 if st64 else 1)
+        offs = [_imm_mod(ins, "offset0", ctx) * unit, _imm_mod(ins, "offset1", ctx) * unit]
     else:
         offs = [_imm_mod(ins, "offset", ctx)]
     lds = st.lds

@@ -125,6 +125,7 @@ VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
     "v_not_b32": (("u32",), "u32", lambda a: ~a),
     "v_or3_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a | b | c),
     "v_xor3_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: a ^ b ^ c),
+    "v_xad_u32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a ^ b) + c),  # CDNA3/RDNA ISA: (S0 ^ S1) + S2
     "v_and_or_b32": (("u32", "u32", "u32"), "u32", lambda a, b, c: (a & b) | c),
     "v_lshlrev_b32": (("u32", "u32"), "u32", lambda a, b: b << _sh(a, 31)),
     "v_lshrrev_b32": (("u32", "u32"), "u32", lambda a, b: b >> _sh(a, 31)),
