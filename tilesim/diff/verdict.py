@@ -316,14 +316,15 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
                if ln.strip().startswith(ISA_PREFIXES)][:3]
         if device == "emulator":
             return _emulate(prog, judge, reference, arrays, md, isa)
-        if runner is None or device == "none":
-            # the hip-python runner (tilesim.hw.amd.run_amd) is not wired in: it has never run on AMD
-            # hardware; an injected runner is judged like any device run
-            _, why = amd.amd_device() if device == "auto" else (False, "--device none")
+        why = "--device none" if device == "none" else None if runner is not None else amd.hip_runtime_missing()
+        if why is not None:
             judge.not_taken["device-run"] = why
             return judge.settle("COMPILE_ONLY", f"compiled offline for {t.name}; not run on AMD hardware ({why})",
                                 compile_metadata=md, isa_excerpt=isa)
-        fn, desc = runner, getattr(runner, "__name__", "runner")
+        if runner is not None:  # an injected runner is judged like any device run
+            fn, desc = runner, getattr(runner, "__name__", "runner")
+        else:  # hip-python: the device process probes (amd_probe), checks the arch and runs (run_amd)
+            fn, desc, probe = amd.run_amd, "", amd.amd_probe
     elif runner is not None and device == "auto":
         fn, desc = runner, getattr(runner, "__name__", "runner")
     else:
@@ -338,12 +339,15 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
                           probe=probe, min_cc=min_cc, target=t.name)
         if dr.unavailable is not None:
             judge.not_taken["device-run"] = dr.unavailable
+            if t.vendor == "amd":  # compiled offline already; only the run is missing
+                return judge.settle("COMPILE_ONLY", f"compiled offline for {t.name}; not run on AMD hardware "
+                                    f"({dr.unavailable})", compile_metadata=md, isa_excerpt=isa)
             if probe is not None:
                 judge.not_taken["compiled"] = dr.unavailable
             return judge.settle("SIMULATED_ONLY", f"emitted; not run: {dr.unavailable}", compile_metadata=md,
                                 isa_excerpt=isa)
         desc = dr.device or desc
-        cc_text = f"sm_{dr.cc}" if dr.cc is not None else t.name
+        cc_text = f"sm_{dr.cc}" if dr.cc is not None and t.vendor != "amd" else t.name
         bad_out = _check_device_outputs(prog, dr.outputs)
         if bad_out is not None:
             raise DeviceError(f"{em.kernel} on {desc}: {bad_out}", kind="bad_output", exit_status=0)
@@ -351,7 +355,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         judge.not_taken["device-run"] = f"{e.kind}: {e}"
         return judge.settle("DEVICE_ERROR", str(e), device_name=desc or None, compile_metadata=md, isa_excerpt=isa,
                             device_error={"kind": e.kind, "exit_status": e.exit_status, "timeout_s": e.timeout_s})
-    if probe is not None:
+    if probe is not None and t.vendor != "amd":
         judge.paths.append("compiled")  # NVRTC compiled it in the device process
     judge.paths.append("device-run")
     return _judge_device(prog, judge, {k: np.asarray(v, np.float64) for k, v in dr.outputs.items()},
