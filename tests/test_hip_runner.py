@@ -101,7 +101,7 @@ def test_planted_bug_is_mismatch_naming_the_lane(fake):
 @pytest.mark.parametrize("env, kind, words", [
     ({"TILESIM_FAKE_HIP_MEMORY": "4096"}, "oom", ["hipMalloc", "hipErrorOutOfMemory"]),
     ({"TILESIM_FAKE_HIP_FAIL": "hipModuleLaunchKernel=hipErrorLaunchFailure"}, "launch", ["hipErrorLaunchFailure"]),
-    ({"TILESIM_FAKE_HIP_ARCH": "gfx1100"}, "arch", ["gfx1201 program", "is gfx1100"]),
+    ({"TILESIM_FAKE_HIP_ARCH": "gfx1100"}, "arch", ["built for gfx1201", "device 0 is gfx1100"]),
 ])
 def test_hip_errors_are_device_errors_with_the_hip_name(fake, monkeypatch, env, kind, words):
     for k, val in env.items():
@@ -124,6 +124,14 @@ def test_the_fake_is_refused_outside_tests(fake, monkeypatch):
     v, _ = _verdict(_prog())
     assert v.status == "COMPILE_ONLY" and "device-run" not in v.paths, str(v)
     assert "tilesim's test fake" in v.not_taken["device-run"]
+
+
+@pytest.mark.parametrize("api", ["current", "legacy"])
+def test_probe_names_the_fake_whatever_it_calls_itself(fake, monkeypatch, api):
+    monkeypatch.setenv("TILESIM_FAKE_HIP_API", api)
+    monkeypatch.setattr(fake, "TILESIM_FAKE_DEVICE", "AMD Instinct MI300X")  # a fake claiming to be silicon
+    code, desc = amd.amd_probe()
+    assert code == 0 and desc == "fake hip (tilesim ISA emulator; not AMD hardware), gfx1201"
 
 
 def test_an_undeclared_hip_module_is_not_taken_for_hip_python(monkeypatch, tmp_path):

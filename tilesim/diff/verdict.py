@@ -33,7 +33,10 @@ judged: the verdict says so in its reason. Each verdict lists the paths the prog
 where it did. An emulated run never gives MATCH: MATCH is reserved for silicon.
 
 The device step runs in a child process under a watchdog (:mod:`tilesim.hw.watchdog`), so a hung
-kernel cannot hang tilesim and the caller's script is never re-run. A runner's result must name
+kernel cannot hang tilesim and the caller's script is never re-run. With ``device="auto"`` an NVIDIA
+target runs through CuPy (:func:`tilesim.hw.nvidia.run_nvidia`) and an AMD target through hip-python
+(:func:`tilesim.hw.amd.run_amd`: the device's gcnArchName must be the target; never run on AMD
+hardware by this project, tested against a fake ``hip`` whose device name says so). A runner's result must name
 every output tensor with its shape, or it is a DEVICE_ERROR too.
 """
 
@@ -347,7 +350,8 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
             return judge.settle("SIMULATED_ONLY", f"emitted; not run: {dr.unavailable}", compile_metadata=md,
                                 isa_excerpt=isa)
         desc = dr.device or desc
-        cc_text = f"sm_{dr.cc}" if dr.cc is not None and t.vendor != "amd" else t.name
+        # an AMD probe's description names the device's gcnArchName already
+        cc_text = "" if t.vendor == "amd" and probe is not None else f"sm_{dr.cc}" if dr.cc is not None else t.name
         bad_out = _check_device_outputs(prog, dr.outputs)
         if bad_out is not None:
             raise DeviceError(f"{em.kernel} on {desc}: {bad_out}", kind="bad_output", exit_status=0)
@@ -414,9 +418,10 @@ def _judge_device(prog: Program, judge: _Judge, dev: dict[str, np.ndarray], refe
     extra = "" if reference is None else " and the float64 reference"
     common = dict(device=dev, device_name=desc, compile_metadata=md, isa_excerpt=isa, device_vs_sim=diffs)
     if why:
-        where = f"ran on {desc} ({cc_text})" if ran == "device-run" else f"ran in {desc}"
+        where = f"ran on {desc}" + (f" ({cc_text})" if cc_text else "") if ran == "device-run" else f"ran in {desc}"
         return judge.settle(disagree, f"{where}; " + "; ".join(why), blame=blames,
                             pattern="; ".join(patterns), mismatch_counts=counts, **common)
-    where, who = (f"ran on {desc} ({cc_text})", "device") if ran == "device-run" else (f"ran in {desc}", "emulated run")
+    where, who = ((f"ran on {desc}" + (f" ({cc_text})" if cc_text else ""), "device") if ran == "device-run"
+                  else (f"ran in {desc}", "emulated run"))
     return judge.settle(agree, f"{where}; {who} equals the simulator{extra} within rtol {rtol:.2g}",
                         **common)

@@ -278,8 +278,8 @@ def run_amd(em: Emitted, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]
     prog = em.program
     name, arch = _properties(hip, 0)
     if base_arch(arch) != prog.target:
-        raise DeviceError(f"{prog.target} program, but AMD device 0 ({_describe(name, arch, fake)}) is "
-                          f"{base_arch(arch)}: a {prog.target} code object does not run there", kind="arch")
+        raise DeviceError(f"the program is built for {prog.target}, but AMD device 0 is {base_arch(arch)} "
+                          f"(gcnArchName {arch}): a {prog.target} code object does not run there", kind="arch")
     co = build_code_object(em)
     module = _check(hip, "hipModuleLoadData", hip.hipModuleLoadData(co.binary))
     fn = _check(hip, f"hipModuleGetFunction({em.kernel})", hip.hipModuleGetFunction(module, em.kernel.encode()))

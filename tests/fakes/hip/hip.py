@@ -11,7 +11,8 @@ fault is reported by the next ``hipDeviceSynchronize`` and stays (a sticky error
 Configured by the environment: ``TILESIM_FAKE_HIP_ARCH`` (gcnArchName; unset: no device),
 ``TILESIM_FAKE_HIP_DEVICES=0``, ``TILESIM_FAKE_HIP_MEMORY`` (bytes of device memory, default 1 GiB),
 ``TILESIM_FAKE_HIP_FAIL=CALL=ERROR`` (make one API call return that error, e.g.
-``hipModuleLaunchKernel=hipErrorLaunchFailure``).
+``hipModuleLaunchKernel=hipErrorLaunchFailure``), ``TILESIM_FAKE_HIP_API=legacy`` (hip-python
+5.x-7.x's ``hipGetDeviceProperties(props, deviceId)``).
 """
 
 from __future__ import annotations
@@ -134,14 +135,22 @@ def hipGetDeviceCount():  # noqa: N802
     return (hipError_t.hipErrorNoDevice, 0) if dev is None else (_OK, 1)
 
 
-def hipGetDeviceProperties(deviceId):  # noqa: N802, N803
+def hipGetDeviceProperties(*args):  # noqa: N802
+    """hip-python 10: ``(deviceId) -> (err, props)``; with TILESIM_FAKE_HIP_API=legacy, hip-python
+    5.x-7.x's ``(props, deviceId) -> (err,)`` that fills the ``hipDeviceProp_t`` passed in."""
+    legacy = os.environ.get("TILESIM_FAKE_HIP_API") == "legacy"
+    if len(args) != (2 if legacy else 1):
+        raise TypeError(f"hipGetDeviceProperties() takes {2 if legacy else 1} positional argument(s)")
+    device_id = args[-1]
     dev = _device_or_none()
-    if dev is None or deviceId != 0:
-        return (hipError_t.hipErrorInvalidDevice, None)
+    if dev is None or device_id != 0:
+        return (hipError_t.hipErrorInvalidDevice,) if legacy else (hipError_t.hipErrorInvalidDevice, None)
     from tilesim.targets import get_target
 
     wave = get_target(_device._base(dev.arch)).default_wave
-    return (_OK, hipDeviceProp_t(TILESIM_FAKE_DEVICE.encode(), dev.arch.encode(), dev.capacity, wave))
+    props = args[0] if legacy else hipDeviceProp_t()
+    props.__init__(TILESIM_FAKE_DEVICE.encode(), dev.arch.encode(), dev.capacity, wave)
+    return (_OK,) if legacy else (_OK, props)
 
 
 def hipDeviceSynchronize():  # noqa: N802
