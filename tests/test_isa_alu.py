@@ -282,7 +282,7 @@ def test_scalar_loop_counts() -> None:
 @pytest.mark.parametrize(("line", "match"), [
     ("v_add_f32_e64 v3, v0, v1 clamp", "clamp"),
     ("v_add_f32_e64 v3, v0, v1 mul:2", "mul"),
-    ("v_mov_b32_dpp v3, v0 row_shr:1", "DPP"),
+    ("v_add_f32_e64_dpp v3, v0, v1 row_shr:1", "DPP"),  # VOP3 DPP (VOP1/VOP2 DPP: test_isa_lanes.py)
     ("v_frobnicate_b32 v3, v0", "not modelled"),
     ("v_add_nc_u32_e64 v3, -v0, v1", "integer operand"),
     ("v_pk_add_f16 v3, v0, v1 op_sel:[1,0]", "op_sel"),

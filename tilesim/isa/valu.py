@@ -8,8 +8,11 @@ accepts from the kernel descriptor. Transcendental approximations
 (``v_exp_f32``, ``v_rcp_f32``) are modelled as the correctly rounded function: the hardware is
 specified to 1 ULP, so results there may differ from silicon in the last bit.
 
-Anything outside the table — another mnemonic, a DPP/SDWA form, ``clamp``/``omod``/``op_sel`` —
-raises :class:`~tilesim.isa.asm.IsaError` when the kernel is prepared.
+DPP16/DPP8 on VOP1/VOP2 ops with a vector result, and RDNA's ``v_permlane16_b32`` /
+``v_permlanex16_b32``, move lanes as the ISA guides' DPP_CTRL table and permlane pseudo-code say
+(:class:`_Dpp`, :func:`_permlane`). Anything outside the table — another mnemonic, a VOP3 DPP or SDWA
+form, a DPP control the target lacks, ``clamp``/``omod``/``op_sel`` — raises
+:class:`~tilesim.isa.asm.IsaError` when the kernel is prepared.
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ def _cnd_source(op: object, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], n
     return _source(op, "u32", ctx, ins, st)
 
 
-def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
+def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine,
+            gather: Callable[[np.ndarray], np.ndarray] | None = None) -> Callable[[], np.ndarray]:
     """A reader of one source operand: bits (uint32/uint64, broadcastable to [waves, lanes]) viewed
-    as ``kind``, with float neg/abs applied."""
+    as ``kind``, with float neg/abs applied; ``gather`` moves a VGPR's lanes first (DPP)."""
     dt = _KIND_DT[kind]
     if isinstance(op, Imm):
         bits = imm_bits(op, _BITS[kind], ctx, ins)
@@ -68,6 +72,11 @@ def _source(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Callabl
             get = (lambda: st.v[b] >> _U32(16))
         else:
             get = (lambda: st.read_v(b, want))
+    if gather is not None:
+        if op.file == "s" or op.half or wide:
+            raise ctx.err(ins, "DPP on a scalar, 16-bit-half or 64-bit source is not modelled")
+        plain = get
+        get = (lambda: gather(plain()))
     if kind in ("u16", "f16", "i16"):  # non-true16 forms read the low half
         raw = get
         get = (lambda: (raw() & _U32(0xFFFF)).astype(np.uint16))
@@ -119,8 +128,10 @@ def _no_mods(ins: Instr, ctx: Ctx) -> None:
 
 
 def _base_name(m: str, ctx: Ctx, ins: Instr) -> str:
-    if m.endswith(("_dpp", "_dpp8")) or "_dpp" in m:
-        raise ctx.err(ins, "DPP forms are not modelled")
+    if m.endswith(("_e64_dpp", "_dpp8")) or ("_dpp" in m and not m.endswith("_dpp")):
+        raise ctx.err(ins, "VOP3 DPP forms are not modelled")
+    if m.endswith("_dpp"):
+        return m[: -len("_dpp")]
     if m.endswith("_sdwa"):
         raise ctx.err(ins, "this SDWA form is not modelled")
     for suf in ("_e32", "_e64", "_e64_dpp"):
@@ -138,7 +149,12 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
     if ins.mnemonic.endswith("_sdwa"):
         return _sdwa(ins, ctx, st)
     m = _base_name(ins.mnemonic, ctx, ins)
-    _no_mods(ins, ctx)
+    dpp = _Dpp(ins, ctx, st) if ins.mnemonic.endswith("_dpp") else None
+    if dpp is None:
+        if m not in ("v_permlane16_b32", "v_permlanex16_b32"):  # permlane checks its own op_sel
+            _no_mods(ins, ctx)
+    elif dual or m in _NOT_DPP or VALU_OPS.get(m, ((), "mask"))[1] == "mask":
+        raise ctx.err(ins, "DPP is modelled on VOP1/VOP2 ops with a vector result only")
     if dual:
         m = "v_" + m[len("v_dual_"):]
         if m == "v_fmac_f32":
@@ -181,6 +197,8 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
         return _division(m, ins, ctx, st)
     if m in ("v_readlane_b32", "v_readfirstlane_b32", "v_writelane_b32"):
         return _lanes(m, ins, ctx, st)
+    if m in ("v_permlane16_b32", "v_permlanex16_b32"):
+        return _permlane(m, ins, ctx, st)
     cmpx = m.startswith("v_cmpx_")
     if cmpx:
         m = "v_cmp_" + m[len("v_cmpx_"):]
@@ -216,8 +234,11 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
         return run_cmp
     if len(ops) != len(kinds) + 1:
         raise ctx.err(ins, f"expected {len(kinds) + 1} operands, got {len(ops)}")
-    srcs = [_source(x, k, ctx, ins, st) for x, k in zip(ops[1:], kinds)]
+    srcs = [_source(x, k, ctx, ins, st, gather=dpp.gather if dpp is not None and i == 0 else None)
+            for i, (x, k) in enumerate(zip(ops[1:], kinds))]
     w = _dest_writer(ops[0], out, ctx, ins, st)
+    if dpp is not None:
+        w = dpp.writer(w)
 
     def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
         with np.errstate(all="ignore"):  # overflow to inf, NaN: IEEE results, not errors
@@ -415,3 +436,99 @@ def _lanes(m: str, ins: Instr, ctx: Ctx, st: Machine) -> _Run:
         val = st.v[b][np.arange(st.W), lane].copy()
         return lambda: st.write_s(di, 1, val, sel)
     return run_r
+
+
+# ------------------------------------------------------------------ DPP and permlane
+
+_NOT_DPP = ("v_fmac_f32", "v_cndmask_b32", "v_lshl_add_u64", "v_readlane_b32", "v_readfirstlane_b32",
+            "v_writelane_b32", "v_permlane16_b32", "v_permlanex16_b32", "v_div_scale_f32", "v_div_fmas_f32",
+            "v_div_fixup_f32", "v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_add_co_ci_u32",
+            "v_addc_co_u32", "v_sub_co_ci_u32", "v_subrev_co_ci_u32")
+_DPP_CTRLS = ("quad_perm", "row_shl", "row_shr", "row_ror", "row_mirror", "row_half_mirror", "row_share",
+              "row_newbcast", "row_xmask", "wave_shl", "wave_rol", "wave_shr", "wave_ror", "row_bcast", "dpp8")
+
+
+class _Dpp:
+    """DPP16/DPP8 on src0 (AMD ISA guides, "DPP"): each lane reads src0 from the lane the control
+    names (:func:`~tilesim.isa.valu_ops.dpp_sources`). A source lane out of range, or disabled in
+    EXEC without ``fi:1``, is invalid: with ``bound_ctrl:1`` it reads 0, else the lane is not
+    written. ``row_mask``/``bank_mask`` disable destination writes only (row = 16 lanes, bank = 4
+    lanes of a row). A written lane whose source the ISA leaves undefined raises."""
+
+    def __init__(self, ins: Instr, ctx: Ctx, st: Machine) -> None:
+        from tilesim.isa.valu_ops import UNDEFINED, dpp_sources
+
+        mods = dict(ins.mods)
+        ctrls = [k for k in mods if k in _DPP_CTRLS]
+        gfx9 = ctx.target.startswith("gfx9")
+        extra = set(mods) - set(ctrls) - {"row_mask", "bank_mask", "bound_ctrl", *(() if gfx9 else ("fi",))}
+        if len(ctrls) != 1 or extra:
+            raise ctx.err(ins, f"DPP modifiers {', '.join(k for k, _ in ins.mods)} not modelled")
+        ctrl = ctrls[0]
+        src = dpp_sources(ctrl, mods[ctrl], ctx.wave, gfx9)
+        if src is None:
+            raise ctx.err(ins, f"DPP control {ctrl}:{mods[ctrl]} is not modelled for {ctx.target}")
+        try:
+            rmask, bmask = (int(mods.get(k, "0xf"), 0) for k in ("row_mask", "bank_mask"))
+        except ValueError:
+            raise ctx.err(ins, "row_mask/bank_mask must be integers") from None
+        if mods.get("bound_ctrl", "1") != "1" or mods.get("fi", "0") not in ("0", "1"):
+            raise ctx.err(ins, "only bound_ctrl:1 and fi:0/1 are modelled")
+        self.bc = "bound_ctrl" in mods
+        self.fi = mods.get("fi", "0") == "1"
+        lane = np.arange(ctx.wave)
+        self.enabled = (((rmask >> (lane // 16)) & 1) & ((bmask >> ((lane % 16) // 4)) & 1)).astype(bool)
+        self.src, self.undefined = np.clip(src, 0, ctx.wave - 1), src == UNDEFINED
+        self.in_range = src >= 0
+        self.ins, self.ctx, self.st = ins, ctx, st
+        self.valid = self.in_range[None, :]
+
+    def gather(self, raw: np.ndarray) -> np.ndarray:
+        raw = np.broadcast_to(raw, (self.st.W, self.ctx.wave))
+        valid = self.in_range[None, :] & (self.fi | self.st.exec_mask()[:, self.src])
+        self.valid = valid
+        return np.where(valid, raw[:, self.src], raw.dtype.type(0))
+
+    def writer(self, w: Callable[[np.ndarray, np.ndarray], None]) -> Callable[[np.ndarray, np.ndarray], None]:
+        def write(val: np.ndarray, act: np.ndarray) -> None:
+            if np.any(act & self.enabled[None, :] & self.undefined[None, :]):
+                raise self.ctx.err(self.ins, "a written lane reads a source the ISA leaves undefined")
+            en = act & self.enabled[None, :] & (self.valid | self.bc)
+            w(val, en)
+        return write
+
+
+def _permlane(m: str, ins: Instr, ctx: Ctx, st: Machine) -> _Run:
+    """``v_permlane16_b32 vD, vS, sLo, sHi`` / ``v_permlanex16_b32`` (RDNA): lane ``i`` takes ``vS``
+    from the lane that nibble ``i % 16`` of ``sHi:sLo`` names, in its own 16-lane row (x16: the other
+    row). ``op_sel:[fi, bound_ctrl]``: a source lane disabled in EXEC is read anyway with ``fi``,
+    else it reads 0 with ``bound_ctrl``, else ``vD`` keeps its value."""
+    from tilesim.isa.valu_ops import permlane_sources
+
+    if ctx.target.startswith("gfx9"):
+        raise ctx.err(ins, "v_permlane*16 is an RDNA instruction")
+    ops = ins.operands
+    opsel = dict(ins.mods).get("op_sel", "[0,0]")
+    if len(ops) != 4 or set(dict(ins.mods)) - {"op_sel"} or opsel not in ("[0,0]", "[1,0]", "[0,1]", "[1,1]"):
+        raise ctx.err(ins, "expected vD, vS, sLo, sHi with op_sel:[fi,bound_ctrl] only")
+    fi, bc = opsel[1] == "1", opsel[3] == "1"
+    vs = ops[1]
+    if not (isinstance(vs, Reg) and vs.file == "v" and vs.count == 1 and not (vs.neg or vs.abs or vs.half)):
+        raise ctx.err(ins, "the source must be one VGPR")
+    b = st.vbase(vs)
+    lo, hi = (_source(x, "u32", ctx, ins, st) for x in ops[2:])
+    w = _dest_writer(ops[0], "u32", ctx, ins, st)
+    for x in ops[2:]:
+        if isinstance(x, Reg) and x.file != "s":
+            raise ctx.err(ins, "the lane selects must be SGPRs or constants")
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        W = st.W
+        los, his = (np.broadcast_to(np.asarray(f()), (W, 1))[:, 0] for f in (lo, hi))  # one select per wave
+        src = permlane_sources(los, his, ctx.wave, m == "v_permlanex16_b32")
+        rows = np.arange(W)[:, None]
+        valid = fi | st.exec_mask()[rows, src]
+        val = np.where(valid, st.v[b][rows, src], _U32(0))
+        en = act & (valid | bc)
+        return lambda: w(val, en)
+    return run

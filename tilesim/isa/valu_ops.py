@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["VALU_OPS", "fma_f32", "KIND_DT", "KIND_BITS", "WIDE"]
+__all__ = ["VALU_OPS", "fma_f32", "KIND_DT", "KIND_BITS", "WIDE", "dpp_sources", "permlane_sources"]
 
 _U32, _U64 = np.uint32, np.uint64
 KIND_DT = {"u32": np.uint32, "i32": np.int32, "f32": np.float32, "u64": np.uint64, "i64": np.int64,
@@ -195,3 +195,66 @@ for _n, _f in {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.grea
                "nlg": lambda a, b: ~((a < b) | (a > b)), "o": lambda a, b: ~(np.isnan(a) | np.isnan(b)),
                "u": lambda a, b: np.isnan(a) | np.isnan(b)}.items():
     VALU_OPS[f"v_cmp_{_n}_f32"] = (("f32", "f32"), "mask", _f)
+
+
+# ------------------------------------------------------------------ cross-lane sources (DPP, permlane)
+
+OUT_OF_RANGE, UNDEFINED = -1, -2
+
+
+def dpp_sources(ctrl: str, value: str, wave: int, gfx9: bool) -> np.ndarray | None:
+    """The source lane of every lane for a DPP control (``row_shr``, ``4``), ``OUT_OF_RANGE`` where
+    the ISA says "use bound_ctrl", ``UNDEFINED`` where it defines nothing; None for a control this
+    target family lacks or the table does not hold. From the DPP_CTRL enumeration of the AMD ISA
+    guides (CDNA3 Table 94; RDNA3/4 §DPP16: row_share and row_xmask replace the wave shifts and
+    row broadcasts on gfx10+). A row is 16 lanes; ``dpp8`` selects within groups of 8."""
+    n = np.arange(wave)
+    r = n & 15
+    try:
+        c = int(value, 0) if value and not value.startswith("[") else None
+        sel = [int(x) for x in value.strip("[]").split(",")] if value.startswith("[") else None
+    except ValueError:
+        return None
+    if ctrl == "quad_perm" and sel is not None and len(sel) == 4 and all(0 <= x < 4 for x in sel):
+        return (n & ~3) + np.array(sel)[n % 4]
+    if ctrl == "dpp8" and not gfx9 and sel is not None and len(sel) == 8 and all(0 <= x < 8 for x in sel):
+        return (n & ~7) + np.array(sel)[n % 8]
+    if ctrl == "row_mirror" and value == "":
+        return (n & ~15) + 15 - r
+    if ctrl == "row_half_mirror" and value == "":
+        return (n & ~7) + 7 - (n & 7)
+    if c is None:
+        return None
+    if ctrl in ("row_shl", "row_shr", "row_ror") and 1 <= c <= 15:
+        if ctrl == "row_shl":
+            return np.where(r < 16 - c, n + c, OUT_OF_RANGE)
+        if ctrl == "row_shr":
+            return np.where(r >= c, n - c, OUT_OF_RANGE)
+        return np.where(r >= c, n - c, n + 16 - c)
+    if ctrl in ("row_share", "row_newbcast") and 0 <= c <= 15 and (ctrl == "row_share") != gfx9:
+        return (n & ~15) + c
+    if ctrl == "row_xmask" and 0 <= c <= 15 and not gfx9:
+        return (n & ~15) + (r ^ c)
+    if gfx9 and wave == 64 and c == 1 and ctrl in ("wave_shl", "wave_rol", "wave_shr", "wave_ror"):
+        if ctrl == "wave_shl":
+            return np.where(n < 63, n + 1, OUT_OF_RANGE)
+        if ctrl == "wave_rol":
+            return np.where(n < 63, n + 1, 0)
+        if ctrl == "wave_shr":
+            return np.where(n > 0, n - 1, OUT_OF_RANGE)
+        return np.where(n > 0, n - 1, 63)
+    if gfx9 and wave == 64 and ctrl == "row_bcast" and c in (15, 31):
+        # lane 15 of the previous row to rows 1-3 / lane 31 to rows 2-3; the lanes before: undefined
+        return np.where(n > c, (n & (0x30 if c == 15 else 0x20)) - 1, UNDEFINED)
+    return None
+
+
+def permlane_sources(lo: np.ndarray, hi: np.ndarray, wave: int, cross: bool) -> np.ndarray:
+    """``v_permlane16_b32`` / ``v_permlanex16_b32`` (RDNA): lane ``i`` reads lane ``row*16 + s`` of
+    its own row (``x16``: of the other row of its pair), where ``s`` is nibble ``i % 16`` of the
+    64-bit select ``hi:lo`` (one pair of SGPRs per wave, so ``lo``/``hi`` are per-wave uint32)."""
+    n = np.arange(wave)
+    sel = (hi.astype(np.uint64) << np.uint64(32)) | lo.astype(np.uint64)  # [waves]
+    nib = ((sel[:, None] >> (4 * (n % 16)).astype(np.uint64)[None, :]) & np.uint64(15)).astype(np.int64)
+    row = (n // 16) ^ (1 if cross else 0)
+    return row[None, :] * 16 + nib
