@@ -39,8 +39,21 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("tilesim-cache"))  # one compile per program for the whole module
 
 
+def _forget_hip() -> None:
+    for name in [m for m in sys.modules if m == "hip" or m.startswith("hip.")]:
+        del sys.modules[name]
+
+
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, cache: str):
+def no_hip_modules():
+    """No `hip` module imported before or left behind (find_spec would find a stale one)."""
+    _forget_hip()
+    yield
+    _forget_hip()
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, cache: str, no_hip_modules):
     """The fake `hip` first on sys.path (the device process inherits the path), a gfx1201 device."""
     monkeypatch.syspath_prepend(FAKES)
     monkeypatch.setenv("TILESIM_ALLOW_FAKE_HIP", "1")
@@ -49,13 +62,9 @@ def fake(monkeypatch: pytest.MonkeyPatch, cache: str):
     monkeypatch.delenv("TILESIM_NO_CACHE", raising=False)
     for var in ("TILESIM_FAKE_HIP_FAIL", "TILESIM_FAKE_HIP_MEMORY", "TILESIM_FAKE_HIP_DEVICES"):
         monkeypatch.delenv(var, raising=False)
-    for name in [m for m in sys.modules if m == "hip" or m.startswith("hip.")]:
-        monkeypatch.delitem(sys.modules, name)
     from hip import hip
 
-    yield hip
-    for name in [m for m in sys.modules if m == "hip" or m.startswith("hip.")]:
-        del sys.modules[name]
+    return hip
 
 
 def _prog(target="gfx1201", mma=WMMA, **kw):
@@ -134,18 +143,14 @@ def test_probe_names_the_fake_whatever_it_calls_itself(fake, monkeypatch, api):
     assert code == 0 and desc == "fake hip (tilesim ISA emulator; not AMD hardware), gfx1201"
 
 
-def test_an_undeclared_hip_module_is_not_taken_for_hip_python(monkeypatch, tmp_path):
+def test_an_undeclared_hip_module_is_not_taken_for_hip_python(monkeypatch, tmp_path, no_hip_modules):
     pkg = tmp_path / "hip"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "hip.py").write_text("def hipGetDeviceCount():\n    return (0, 1)\n")  # claims a device
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [m for m in sys.modules if m == "hip" or m.startswith("hip.")]:
-        monkeypatch.delitem(sys.modules, name)
     code, why = amd.amd_probe()
     assert code is None and "not installed by hip-python" in why
-    for name in [m for m in sys.modules if m == "hip" or m.startswith("hip.")]:
-        del sys.modules[name]
 
 
 # ------------------------------------------------------------------ mutations the fake must catch

@@ -22,6 +22,7 @@ from ``buf`` at its metadata offset and fills the hidden arguments itself (clr `
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -91,8 +92,11 @@ def kernarg_metadata(isa: str, kernel: str) -> tuple[tuple[KernArg, ...], int]:
     raise ToolchainError(f"kernel {kernel!r} not in the code object's metadata")
 
 
+@functools.lru_cache(maxsize=16)
 def link_code_object(isa: str, target: str, timeout: float = 120.0) -> bytes:
-    """Assemble clang's ISA text and link it into a loadable code object (ELF), as ROCm does."""
+    """Assemble clang's ISA text and link it into a loadable code object (ELF), as ROCm does.
+
+    Deterministic, so remembered per process (a runner and a loader checking its image link once)."""
     t = get_target(target)
     cc = list(clang_command())
     ld = cc[:-1] + ["ld.lld"] if cc[-1] == "clang" else [str(Path(cc[0]).with_name("ld.lld"))]
