@@ -157,7 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("file")
     rn.add_argument("--target", default=None)
     rn.add_argument("--device", choices=("auto", "none", "emulator"), default="auto",
-                    help="auto: a GPU if one is usable; none: no device step; emulator: run the compiled AMDGPU code "
+                    help="auto: a GPU if one is usable (NVIDIA through CuPy; AMD through hip-python, the device's "
+                    "gcnArchName must be the target, else DEVICE_ERROR; never run on AMD hardware by this project); "
+                    "none: no device step; emulator: run the compiled AMDGPU code "
                     "in tilesim's ISA emulator (EMULATED_MATCH / EMULATED_MISMATCH; never MATCH)")
     rn.add_argument("--seed", type=int, default=0)
     rn.add_argument("--device-timeout", type=float, default=None, metavar="SECONDS",
