@@ -355,3 +355,32 @@ def test_value_and_op_constructors_refuse_payloads_in_python_too():
             Op("tile_id", Value(2, "scalar"), (), (("axis", payload),))
         with pytest.raises(TilesimError):
             Op("mma", Value(2, "scalar"), (), (("instr", payload),))
+
+
+def test_lds_elem_bytes_that_contradict_the_buffer_dtype_are_refused_at_load():
+    """Program JSON whose LDS buffer says 3 bytes per f16 element (the DSL derives 2) is refused with a
+    typed error when read, not passed on to the generator (which indexed a table by 24 bits: KeyError)."""
+    import json
+
+    from examples import lds_gemm
+    from tilesim.errors import VerifyError
+    from tilesim.ir.core import Program
+
+    doc = json.loads(lds_gemm.programs()[0].to_json())
+    hits = []
+
+    def edit(x):
+        if isinstance(x, dict):
+            if isinstance(x.get("lds"), list):
+                x["lds"][2] = 3
+                hits.append(x)
+            for y in x.values():
+                edit(y)
+        elif isinstance(x, list):
+            for y in x:
+                edit(y)
+
+    edit(doc)
+    assert hits
+    with pytest.raises(VerifyError, match="elem_bytes 3 does not match"):
+        Program.from_json(json.dumps(doc))

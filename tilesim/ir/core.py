@@ -425,6 +425,10 @@ def _validate(prog: Program) -> None:
                     or not isinstance(lds.pad, int) or isinstance(lds.pad, bool) or not 0 <= lds.pad <= INT_MAX:
                 raise VerifyError(f"LDS buffer %{v.id} needs a dtype and positive integer sizes")
             known_dtype(v.dtype, f"LDS buffer %{v.id}")
+            want = max(1, DTYPES[v.dtype].reg_bits // 8)  # what ts.lds_alloc derives: one element per this many bytes
+            if lds.elem_bytes != want:
+                raise VerifyError(f"LDS buffer %{v.id}: elem_bytes {lds.elem_bytes} does not match its dtype {v.dtype} "
+                                  f"({want} byte{'s' if want > 1 else ''} per element)")
 
     def visit(b: Any) -> None:
         if not isinstance(b, Block) or not isinstance(b.ops, tuple):
