@@ -182,25 +182,3 @@ class ComputeOps:
         self.emit(d + 1, f"for (int s = 0; s < {slots}; ++s) {f}.r[s] = ts_bits({sc}[({ex['row']}) * {cols} + ({ex['col']})]);")
         self.emit(d + 1, "TS_WAVE_SYNC();")
         self.emit(d, "}")
-
-    # ------------------------------------------------------------------ control
-    def op_loop(self, op: Op, d: int) -> None:
-        i = f"s{op.out.id}"
-        self.decls[i] = f"int {i};"
-        a, b, c = (self.sref(x) for x in op.args)
-        self.emit(d, f"for ({i} = {a}; {i} < {b}; {i} += {c}) {{")
-        self.block(op.attr("body"), d + 1)
-        for init, nxt in op.attr("carried"):
-            name = "f" if init.kind == "frag" else "s"
-            self.emit(d + 1, f"{name}{init.id} = {name}{nxt.id};  // loop-carried")
-        self.emit(d, "}")
-        for init, nxt in op.attr("carried"):  # zero iterations: the body's value is the initial one
-            name = "f" if init.kind == "frag" else "s"
-            self.emit(d, f"if (!({a} < {b})) {name}{nxt.id} = {name}{init.id};")
-
-    def op_branch(self, op: Op, d: int) -> None:
-        self.emit(d, f"if ({self.sref(op.args[0])} != 0) {{")
-        self.block(op.attr("body"), d + 1)
-        self.emit(d, "}")
-
-
