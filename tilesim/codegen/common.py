@@ -1,5 +1,5 @@
 """Pieces every part of the code generator shares: its error, the unsigned C types by width,
-slot bit-field access, and validated tokens (integers, op-table rows, f32 literals) for the source."""
+and validated tokens (integers, op-table rows, f32 literals) for the source."""
 
 from __future__ import annotations
 
@@ -15,22 +15,6 @@ class CodegenError(TilesimError):
 
 
 _UINT = {8: "ts_u8", 16: "ts_u16", 32: "ts_u32", 64: "ts_u64"}
-
-def _slot_bits(f: str, bits: int) -> str:
-    """Slot ``s``'s element bits in fragment ``f`` (elements packed low first in 32-bit registers)."""
-    if bits == 32:
-        return f"{f}.r[s]"
-    per = 32 // bits
-    return f"(({f}.r[s / {per}] >> ({bits} * (s % {per}))) & 0x{(1 << bits) - 1:x}u)"
-
-
-def _slot_put(f: str, bits: int, value: str) -> str:
-    """A statement storing ``value`` (element bits) as slot ``s`` of ``f`` (zeroed first when packed)."""
-    if bits == 32:
-        return f"{f}.r[s] = {value};"
-    per = 32 // bits
-    return f"{f}.r[s / {per}] |= ({value}) << ({bits} * (s % {per}));"
-
 
 def _int(x: object, lo: int, hi: int, what: str) -> int:
     """An integer for the generated source, range-checked: never a bool, a float or text."""
