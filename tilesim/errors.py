@@ -21,6 +21,7 @@ __all__ = [
     "BudgetError",
     "InputError",
     "OutputError",
+    "CheckWarning",
     "choices",
     "did_you_mean",
 ]
@@ -94,6 +95,11 @@ class InputError(TilesimError, ValueError):
 
 class OutputError(TilesimError):
     """An output path tilesim will not write: a symbolic link, a file where a folder belongs, or the reverse."""
+
+
+class CheckWarning(UserWarning):
+    """``simulate`` ran a program that ``check`` reports errors in: the outputs are what the hardware
+    computes, not what the program says it computes (``SimResult.check_errors`` lists why)."""
 
 
 def choices(values: Iterable[object], limit: int = 40) -> str:

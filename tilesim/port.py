@@ -308,7 +308,7 @@ def _screen(src: Program, new: Program, seed: int = 0) -> str | None:
     does not make, or differing outputs, say the tiling does not fit. None when it looks right."""
     rng = np.random.default_rng(seed)
     arrays = {t.name: rng.integers(0, 4, t.shape).astype(np.float64) for t in src.tensors if not t.output}
-    r1, r2 = simulate(src, **arrays), simulate(new, **arrays)
+    r1, r2 = simulate(src, verify=False, **arrays), simulate(new, verify=False, **arrays)
     if r1.report.race_count:  # a racy source has no single meaning to be equivalent to
         raise PortError(f"{src.name} on {src.target} races in LDS ({r1.report.race_count} racing accesses, e.g. "
                         f"{r1.report.races[0]}); its result depends on timing, so no port can be proved equivalent")

@@ -26,10 +26,12 @@ exit statuses of run, simulate and check (2: a usage or input error, for every c
             1  MISMATCH, SIM_MISMATCH, CHECK_FAILED, EMULATED_MISMATCH
             3  DEVICE_ERROR
             (over several programs: 1 if any verdict is 1, else 3 if any is 3, else 0)
-  simulate  0  every program simulated, within the tolerance of the file's reference() (or it has none)
-            1  a simulated output differs from reference() beyond the numerics model's tolerance
+  simulate  0  REFERENCE_OK, NOT_JUDGED (no reference(): the output says the result was not judged)
+            1  REFERENCE_MISMATCH, CHECK_FAILED (check reports an error: with or without reference())
   check     0  no errors (warnings allowed)
             1  at least one error
+  emit      1  check reports an error (the source is still written; the errors on stderr); compile too
+  port      1  refused (a source program that check rejects is refused)
 """
 
 

@@ -52,6 +52,7 @@ import numpy as np
 
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
+from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, simulation_errors
 from tilesim.diff.reference import ReferenceCheck, beyond, check_reference, result_tolerance
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
 from tilesim.hw import amd, nvidia, offline  # module attributes, looked up at call time (tests replace them)
@@ -59,7 +60,6 @@ from tilesim.hw.watchdog import Opaque, guarded_call
 from tilesim.hw.watchdog import device_timeout as _device_timeout
 from tilesim.ir.core import Program
 from tilesim.isa import IsaError, emulate_program
-from tilesim.ir.verify import check
 from tilesim.layouts.pictures import svg_heatmap
 from tilesim.matrix.catalog import ISA_PREFIXES
 from tilesim.targets import get_target
@@ -263,7 +263,7 @@ class _Judge:
                     kw.update(blame=self.blame, pattern=self.pattern, mismatch_counts=self.counts)
                 return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
             if self.ref is None and status in ("COMPILE_ONLY", "SIMULATED_ONLY"):
-                reason += "; the simulation was not judged: no float64 reference was given"
+                reason += f"; {NOT_JUDGED}"
         return Verdict(status, self.prog, reason, **common, **kw)
 
 
@@ -286,12 +286,9 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     if device == "emulator" and t.vendor != "amd":
         raise TilesimError(f"device 'emulator' runs AMDGPU code only; {t.name} is {t.vendor.upper()} "
                            "(use device 'auto' for an NVIDIA GPU)")
+    check_errors = _check_errors(prog)  # a check that cannot finish is a failed check, not a pass
     try:
-        check_errors = [str(f) for f in check(prog).errors]
-    except TilesimError as e:  # a check that cannot finish is a failed check, not a pass
-        check_errors = [f"check stopped: {type(e).__name__}: {e}"]
-    try:
-        res = simulate(prog, **arrays)
+        res = simulate(prog, verify=False, **arrays)  # checked just above
     except TilesimError as e:
         if not check_errors:
             raise
@@ -299,7 +296,8 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         judge.not_taken["simulated"] = f"{type(e).__name__}: {e}"
         return judge.settle("SIMULATED_ONLY", "not simulated")
     ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays)
-    judge = _Judge(prog, check_errors, res, ref, reference)
+    # an LDS race or disagreeing replicas the simulator saw leave the device's result undefined
+    judge = _Judge(prog, check_errors + simulation_errors(res), res, ref, reference)
     try:
         em = emit_hip(prog)
     except CodegenError as e:

@@ -43,7 +43,7 @@ from tilesim.matrix.instruction import LAYOUT_MODIFIERS
 from tilesim.matrix.numerics import format_types, signed_types
 from tilesim.matrix.sparse import meta_layout, values_layout
 
-__all__ = ["check", "structure", "CheckReport", "Finding", "compare_layouts"]
+__all__ = ["check", "check_errors", "structure", "CheckReport", "Finding", "compare_layouts"]
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,14 @@ def check(prog: Program) -> CheckReport:
             rep.findings.append(Finding("error", "program", str(e)))
     rep.paths = program_paths(prog)
     return rep
+
+
+def check_errors(prog: Program) -> list[str]:
+    """``check(prog)``'s errors as text; a check that cannot finish is a failed check, not a pass."""
+    try:
+        return [str(f) for f in check(prog).errors]
+    except TilesimError as e:
+        return [f"check stopped: {type(e).__name__}: {e}"]
 
 
 def structure(prog: Program) -> list[Finding]:

@@ -21,6 +21,7 @@ instruction sizes in all but extreme exponent spreads), one rounding to the accu
 from __future__ import annotations
 
 import math
+import warnings
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,12 +30,12 @@ from typing import Any
 import numpy as np
 
 from tilesim.budget import check_program
-from tilesim.errors import TilesimError, VerifyError
+from tilesim.errors import CheckWarning, TilesimError, VerifyError
 from tilesim.targets import get_target
 from tilesim.ir.analysis import vgpr_estimate
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.ops import BINOPS, ELEMENTWISE, REDUCE
-from tilesim.ir.verify import structure
+from tilesim.ir.verify import check_errors, structure
 from tilesim.matrix.dtypes import decode, dtype, encode, encode_bits
 from tilesim.matrix.numerics import cast, quantize
 from tilesim.wave.codec import Codec, codec
@@ -105,6 +106,10 @@ class SimResult:
     # output tensor -> int64[rows, cols]: how many distinct (workgroup, wave, store op) wrote each element
     # (replicated lanes of one store count once)
     write_counts: Mapping[str, np.ndarray] = field(default_factory=dict)
+    # check(program)'s errors (simulate(..., verify=True), the default): where there are any, the outputs
+    # are what the hardware computes, not what the program says (a CheckWarning says so too)
+    check_errors: list[str] = field(default_factory=list)
+    checked: bool = False  # False: simulate(..., verify=False), check_errors was not computed
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -517,11 +522,15 @@ class _Sim:
         self.active = saved
 
 
-def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (), **arrays: np.ndarray) -> SimResult:
+def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (), verify: bool = True,
+             **arrays: np.ndarray) -> SimResult:
     """Run ``prog`` on the given input tensors (numpy arrays); returns outputs and a report.
 
     ``trace`` lists fragment value ids whose register image is kept every time it is (re)defined
     (e.g. an accumulator across loop iterations); ``exact`` uses the exact rational numerics.
+    ``verify`` (default) runs ``check`` first: a program with errors is still simulated — the
+    outputs are the hardware's wrong answer — but ``SimResult.check_errors`` lists the errors and a
+    :class:`~tilesim.errors.CheckWarning` says so; the simulation itself never judges intent.
     """
     if not isinstance(prog, Program):
         raise TilesimError(f"simulate() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
@@ -555,5 +564,9 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
             else:
                 outs[tp.name] = decode(encode(t, tp.dtype), tp.dtype).astype(d.np)
     regs = RegisterMap(sim.regs, sim.nwg, sim.W)
+    errors = check_errors(prog) if verify else []
+    if errors:  # stacklevel 2: the warning names the caller's line
+        warnings.warn(f"{prog.name} on {prog.target}: check found {len(errors)} error(s), so these outputs are what "
+                      f"the hardware computes, not what the program says: {errors[0]}"[:600], CheckWarning, stacklevel=2)
     return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace, ProvenanceMap(sim.prov),
-                     WriteCounts(sim.writes, sim.prov))
+                     WriteCounts(sim.writes, sim.prov), errors, bool(verify))

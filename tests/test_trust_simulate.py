@@ -1,0 +1,125 @@
+"""`tilesim simulate` and `ts.simulate` never pass a wrong program in silence.
+
+Before 0.7.1, `tilesim simulate` on a file with no `reference()` exited 0 for programs that `tilesim
+check` rejects (examples/gemm_planted.py: a declared operand layout the instruction does not read),
+while `run` gave CHECK_FAILED. Every program here is shown wrong independently of tilesim: its
+simulated C differs from the float64 numpy product ``A @ B``.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import tilesim as ts
+from examples import gemm, gemm_planted
+from tilesim.cli import main
+
+NOREF = textwrap.dedent("""
+    from examples.gemm_planted import programs, inputs
+""")
+RIGHT_NOREF = textwrap.dedent("""
+    from examples.gemm import inputs
+    from examples.gemm import programs as _all
+    def programs():
+        return [p for p in _all(32, 32, 32) if p.target == "gfx1201"]
+""")
+
+
+@pytest.fixture
+def files(tmp_path):
+    d = tmp_path / "progs"
+    d.mkdir()
+    for name, text in (("planted", NOREF), ("right", RIGHT_NOREF)):
+        (d / f"{name}.py").write_text(text)
+    return {n: str(d / f"{n}.py") for n in ("planted", "right")}
+
+
+def _wrong(prog):
+    """The independent evidence: the simulated C differs from numpy's float64 A @ B."""
+    arrays = gemm.inputs(prog)
+    want = arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ts.simulate(prog, **arrays)["C"]
+    return not np.allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_planted_programs_are_wrong_by_numpy():
+    assert all(_wrong(p) for p in gemm_planted.programs())
+
+
+def test_simulate_without_reference_fails_on_each_planted_program(files, capsys):
+    assert main(["simulate", files["planted"]]) == 1
+    out = capsys.readouterr().out
+    for name in gemm_planted.PLANTED:
+        assert f"CHECK_FAILED: gemm_{name} on sm_90" in out
+    assert main(["simulate", files["planted"], "--format", "json"]) == 1
+    docs = json.loads(capsys.readouterr().out)
+    assert [d["status"] for d in docs] == ["CHECK_FAILED"] * 3 and not any(d["ok"] for d in docs)
+    assert all("operand" in d["check_errors"][0] for d in docs)
+
+
+def test_simulate_with_reference_reports_the_mismatch_first(capsys):
+    assert main(["simulate", "examples/gemm_planted.py", "--format", "json"]) == 1
+    docs = json.loads(capsys.readouterr().out)
+    assert {d["status"] for d in docs} == {"REFERENCE_MISMATCH"} and all(d["check_errors"] for d in docs)
+
+
+def test_a_right_program_without_reference_passes_and_says_it_was_not_judged(files, capsys):
+    assert main(["simulate", files["right"]]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("NOT_JUDGED: gemm on gfx1201") and "not judged: no float64 reference" in out
+
+
+def test_a_right_program_with_reference_is_reference_ok(capsys):
+    assert main(["simulate", "examples/gemm.py", "--target", "gfx1201"]) == 0
+    assert capsys.readouterr().out.startswith("REFERENCE_OK: gemm on gfx1201")
+
+
+def test_api_simulate_warns_and_lists_the_check_errors():
+    prog = gemm_planted.programs()[1]  # A's lanes 9 and 10 swapped
+    with pytest.warns(ts.errors.CheckWarning, match="operand A"):
+        res = ts.simulate(prog, **gemm.inputs(prog))
+    assert res.checked and res.check_errors and "operand A" in res.check_errors[0]
+    right = gemm.programs(32, 32, 32)[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a right program raises no warning
+        ok = ts.simulate(right, **gemm.inputs(right))
+    assert ok.checked and ok.check_errors == []
+
+
+def _simulate_rows(text: str) -> dict[str, int]:
+    """status -> exit status from the `simulate` rows of the README table or of the --help text."""
+    import re
+
+    md = re.search(r"^\| `tilesim simulate` \|(.*)\|\s*$", text, re.M)
+    if md:
+        return {w: code for code, cell in zip((0, 1, 3), md.group(1).split("|"))
+                for w in re.findall(r"[A-Z][A-Z_]+", cell)}
+    block = re.search(r"^  simulate +0 (.*?)^  check", text, re.M | re.S).group(0)
+    return {w: int(code) for code, words in re.findall(r"^\s+(?:simulate\s+)?([01])\s+(.*)$", block, re.M)
+            for w in re.findall(r"\b[A-Z][A-Z_]{3,}\b", words)}
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/cli.md", "--help"])
+def test_documented_simulate_statuses_equal_the_code(doc):
+    from pathlib import Path
+
+    from tilesim.cli.parser import build_parser
+    from tilesim.diff import SIMULATE_STATUS
+
+    text = build_parser().format_help() if doc == "--help" else (Path(__file__).parents[1] / doc).read_text()
+    assert _simulate_rows(text) == SIMULATE_STATUS
+
+
+def test_emit_and_compile_exit_1_on_a_program_check_rejects(capsys):
+    assert main(["emit", "examples/gemm_planted.py", "--target", "sm_90"]) == 1
+    out = capsys.readouterr()
+    assert "generated by tilesim from kernel 'gemm_c_rows_lane5'" in out.out and out.err.count("tilesim: check: gemm_") == 3
+    assert main(["emit", "examples/gemm.py", "--target", "sm_90", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["check_errors"] == []

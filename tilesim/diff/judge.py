@@ -1,0 +1,88 @@
+"""What can be said about a program without a device: its check, and its simulation against the
+reference. ``tilesim simulate`` reports this judgement; ``run`` builds its verdicts on the same
+two lists (:func:`check_errors`, :func:`simulation_errors`), so the two commands cannot disagree
+about a wrong program.
+
+``tilesim simulate`` statuses (:data:`SIMULATE_STATUS`, the exit status of each):
+
+======================  ====  ===========================================================
+status                  exit  meaning
+======================  ====  ===========================================================
+``REFERENCE_OK``        0     the simulation equals the file's ``reference()`` within the
+                              numerics model's tolerance, and check found no error
+``NOT_JUDGED``          0     check found no error; no ``reference()``, so the outputs were
+                              not compared with what the program is meant to compute
+``REFERENCE_MISMATCH``  1     a simulated output differs from ``reference()``
+``CHECK_FAILED``        1     check found an error (or the simulator saw an LDS race or
+                              disagreeing replicas): the hardware does not compute what the
+                              program says, whatever the reference
+======================  ====  ===========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tilesim.diff.reference import ReferenceCheck, check_reference
+from tilesim.ir.core import Program
+from tilesim.ir.verify import check_errors
+from tilesim.wave.sim import SimResult
+
+__all__ = ["SIMULATE_STATUS", "SimJudgement", "check_errors", "judge_simulation", "simulation_errors"]
+
+SIMULATE_STATUS: dict[str, int] = {"REFERENCE_OK": 0, "NOT_JUDGED": 0, "REFERENCE_MISMATCH": 1, "CHECK_FAILED": 1}
+
+NOT_JUDGED = "the simulation was not judged: no float64 reference was given"
+
+
+def simulation_errors(res: SimResult) -> list[str]:
+    """What the simulator saw at run time that leaves the device's result undefined: LDS races and
+    replicated operand copies that differ (the hardware may read either). ``check`` finds these
+    statically where it can; a program that reaches the simulator with one still fails."""
+    rep = res.report
+    out = [f"simulation: {rep.race_count} racing LDS access(es) (no barrier between waves): {x}"
+           for x in rep.races[:1]] if rep.race_count else []
+    if rep.replication_count:
+        first = rep.replication[0] if rep.replication else "?"
+        out.append(f"simulation: {rep.replication_count} replicated operand element(s) whose copies differ: {first}")
+    return out
+
+
+@dataclass
+class SimJudgement:
+    status: str
+    reason: str
+    errors: list[str] = field(default_factory=list)  # check errors, then the simulator's (simulation_errors)
+    reference: ReferenceCheck | None = None
+
+    @property
+    def exit_status(self) -> int:
+        return SIMULATE_STATUS[self.status]
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | None,
+                     arrays: dict[str, np.ndarray], errors: list[str] | None = None) -> SimJudgement:
+    """The judgement of one simulation: the reference first (a wrong number is the strongest
+    evidence), then the check's and the simulator's errors, then NOT_JUDGED without a reference.
+    ``errors`` are :func:`check_errors` when the caller has them already (else ``res.check_errors``,
+    or a fresh check when the simulation ran with ``verify=False``)."""
+    if errors is None:
+        errors = res.check_errors if res.checked else check_errors(prog)
+    errs = list(errors) + simulation_errors(res)
+    ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays)
+    if ref is not None and not ref.ok:
+        return SimJudgement("REFERENCE_MISMATCH", "the simulated result differs from the float64 reference: "
+                            + ref.describe(), errs, ref)
+    if errs:
+        return SimJudgement("CHECK_FAILED", f"check found {len(errs)} error(s): {errs[0]}", errs, ref)
+    if ref is None:
+        return SimJudgement("NOT_JUDGED", NOT_JUDGED, errs, None)
+    return SimJudgement("REFERENCE_OK", "the simulation equals the float64 reference within the numerics model's "
+                        "tolerance", errs, ref)
