@@ -2,9 +2,9 @@
 
 * ``v_wmma_f32_16x16x128_f8f6f4`` reads A and B in the format its ``matrix_a_fmt`` /
   ``matrix_b_fmt`` fields name (tilesim: ``cbsz`` / ``blgp``, codes 0 fp8, 1 bf8, 4 fp4). In fp8 the
-  lanes 0-15 hold the low 16 k of every 32-k block and lanes 16-31 the high 16 — not the 8-k
-  chunks of the dense ``v_wmma_f32_16x16x128_fp8_fp8`` — so a program must load A and B with the
-  layout of the format it selects (``op.layout("A", cbsz=fmt)``).
+  lanes 0-15 hold the low 16 k of every 32-k block and lanes 16-31 the high 16 (the same registers
+  as the dense ``v_wmma_f32_16x16x128_fp8_fp8``); a program loads A and B with the layout of the
+  format it selects (``op.layout("A", cbsz=fmt)``).
 * ``v_wmma_f32_32x16x128_f4`` (fp4 e2m1) is M=32: A and D are two 16-row halves stacked in the
   VGPRs (A rows 16-31 in VGPRs 8-15, D rows 16-31 in VGPRs 8-15), B is shared.
 

@@ -2,8 +2,9 @@
 
 Expected locations are the element-wise formulas of the CDNA4 ISA guide's layout tables
 (§7.1.4-7.1.5.1, transcribed per element here, not through tilesim's chunk recipes) and, for
-gfx1250 (no ISA tables available to us), Composable Kernel's ``LayoutFromDataType`` /
-Triton WMMA v3 construction. docs/catalog.md states the confidence of each.
+gfx1250 (no ISA tables available to us), AMD rocjitsu's ``wmma_input_loc`` (which agrees with
+Composable Kernel / Triton WMMA v3 for the 16-bit and f32 rows; CK's 8-bit rows differ from it by
+a K order shared by A and B). docs/catalog.md states the confidence of each.
 """
 
 from __future__ import annotations
@@ -91,21 +92,33 @@ def test_cdna4_fp8_is_ocp_and_cdna3_fp8_is_fnuz():
     assert lookup("v_mfma_f32_16x16x32_fp8_fp8", "gfx942").types[0] == "fp8_fnuz"
 
 
-# gfx1250 (wave32): chunks of kl k alternate the two 16-lane halves; C/D as RDNA4 wave32.
+# gfx1250 (wave32). Expected A: AMD rocjitsu's ``wmma_input_loc`` (mma_exec.h), transcribed:
+# lanes_per_group = 2, elems_per_group = K/2; for K >= 32 the lane group alternates every
+# block = elems_per_group/2 k (16 for 8-bit K=128). C/D as RDNA4 wave32.
 GFX1250 = [
-    ("v_wmma_f32_16x16x4_f32", 4, 32, 2),
-    ("v_wmma_f32_16x16x32_f16", 32, 16, 8),
-    ("v_wmma_bf16_16x16x32_bf16", 32, 16, 8),
-    ("v_wmma_i32_16x16x64_iu8", 64, 8, 8),
-    ("v_wmma_f32_16x16x64_fp8_bf8", 64, 8, 8),
-    ("v_wmma_f16_16x16x128_bf8_bf8", 128, 8, 8),
+    ("v_wmma_f32_16x16x4_f32", 4, 32),
+    ("v_wmma_f32_16x16x32_f16", 32, 16),
+    ("v_wmma_bf16_16x16x32_bf16", 32, 16),
+    ("v_wmma_i32_16x16x64_iu8", 64, 8),
+    ("v_wmma_f32_16x16x64_fp8_bf8", 64, 8),
+    ("v_wmma_f16_16x16x128_bf8_bf8", 128, 8),
+    ("v_wmma_f32_16x16x128_fp8_fp8", 128, 8),
 ]
 
 
-@pytest.mark.parametrize(("name", "k", "w", "kl"), GFX1250, ids=[g[0] for g in GFX1250])
-def test_gfx1250_follows_the_ck_triton_construction(name, k, w, kl):
+def _rocjitsu_wmma_input_loc(i: int, k: int, K: int, bits: int) -> tuple[int, int]:
+    per_group = K // 2
+    local, lane = k % per_group, (k // per_group) * 16 + i
+    if K >= 32:
+        block = 16 if (bits == 8 and K == 128) else per_group // 2
+        local, lane = (k // (2 * block)) * block + k % block, ((k // block) % 2) * 16 + i
+    return lane, local
+
+
+@pytest.mark.parametrize(("name", "k", "w"), GFX1250, ids=[g[0] for g in GFX1250])
+def test_gfx1250_follows_rocjitsus_wmma_input_loc(name, k, w):
     row = lookup(name, "gfx1250")
-    want = _expected((16, k), w, lambda i, kk: (i + 16 * ((kk // kl) % 2), kl * (kk // (2 * kl)) + kk % kl))
+    want = _expected((16, k), w, lambda i, kk: _rocjitsu_wmma_input_loc(i, kk, k, w))
     assert np.array_equal(row.layout("A").location_array(), want)
     d = row.layout("D").locations()
     assert all(r.lane == r.col + 16 * (r.row // 8) for r in d)

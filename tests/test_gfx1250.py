@@ -86,12 +86,17 @@ def test_f8f6f4_fp8_subblocks_split_by_lane_and_fp4_by_vgpr_as_comgr_states():
     assert all(len(g) == 1 for g in lane_group.values())
 
 
-def test_f8f6f4_fp8_is_not_the_dense_fp8_rows_layout():
-    """The dense 16x16x128_fp8_fp8 row keeps CK's 8-k chunks; the f8f6f4 fp8 format uses 16-k runs.
-    Same element type, different registers: a program must load with the format's layout."""
-    dense = lookup("v_wmma_f32_16x16x128_fp8_fp8", T).layout("A")
+def test_f8f6f4_fp8_is_the_dense_fp8_rows_layout():
+    """Issue 16 (d): the dense 16x16x128 fp8 rows once kept Composable Kernel's 8-k chunks while the
+    f8f6f4 fp8 format used 16-k runs. A third source (AMD rocjitsu's wmma_input_loc: "CDNA5 K=128
+    dense WMMA uses 16-element K blocks") sides with the 16-k runs: the two now agree, element for
+    element, and both equal the Triton kWidth-16 formula."""
     fmt = lookup("v_wmma_f32_16x16x128_f8f6f4", T).layout("A", cbsz=0)
-    assert dense != fmt and dense.registers_per_lane() == fmt.registers_per_lane() == 16
+    want = _records((16, 128), 8, lambda i, k: _triton_kwidth16(i, k, 8))
+    for name in ("v_wmma_f32_16x16x128_fp8_fp8", "v_wmma_f16_16x16x128_bf8_fp8"):
+        dense = lookup(name, T)
+        assert dense.layout("A") == fmt and np.array_equal(dense.layout("A").location_array(), want), name
+        assert dense.layout("B") == lookup("v_wmma_f32_16x16x128_f8f6f4", T).layout("B", blgp=0), name
 
 
 def test_unmodelled_formats_and_fields_are_refused():
@@ -218,17 +223,22 @@ def test_f8f6f4_tile_program_matches_float64_and_compiles():
         np.testing.assert_allclose(got, want, rtol=2.0**-22, atol=2.0**-22 * np.abs(want).max())
 
 
-def test_a_program_loading_the_dense_fp8_layout_for_f8f6f4_is_refused_by_check():
+def _one_tile(a_layout):
     @ts.kernel
-    def wrong(A: ts.Tensor["fp8_ocp", "M", "K"], B: ts.Tensor["fp8_ocp", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
+    def one(A: ts.Tensor["fp8_ocp", "M", "K"], B: ts.Tensor["fp8_ocp", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
         op = ts.mma_op("v_wmma_f32_16x16x128_f8f6f4")
-        dense = ts.mma_op("v_wmma_f32_16x16x128_fp8_fp8")
         acc = ts.zeros(op.layout("C"), "f32")
-        acc = ts.mma(op, ts.load(A[0:, 0:], dense.layout("A")), ts.load(B[0:, 0:], op.layout("B")), acc)
+        acc = ts.mma(op, ts.load(A[0:, 0:], a_layout(op)), ts.load(B[0:, 0:], op.layout("B")), acc)
         ts.store(C[0:, 0:], acc)
 
-    rep = ts.check(wrong.specialize(target=T, M=16, N=16, K=128))
-    assert not rep.ok and "operand A" in str(rep)
+    return one.specialize(target=T, M=16, N=16, K=128)
+
+
+def test_check_accepts_the_dense_fp8_layout_for_f8f6f4_and_refuses_a_foreign_one():
+    dense = lookup("v_wmma_f32_16x16x128_fp8_fp8", T)
+    assert ts.check(_one_tile(lambda op: dense.layout("A"))).ok  # same registers (issue 16 (d))
+    rep = ts.check(_one_tile(lambda op: op.layout("B")))  # B's layout fed as A: wrong lanes
+    assert not rep.ok and "operand A" in str(rep), str(rep)
 
 
 def test_scaled_rows_need_their_scales_in_tile_programs():

@@ -31,7 +31,7 @@ ISA = {
     "cdna4": "AMD Instinct CDNA4 ISA (Aug 2025) §7.1, Table 28",
     "rdna3": "AMD RDNA3 ISA §7.9 (WMMA)",
     "rdna4": "AMD RDNA4 ISA §7.9 (WMMA/SWMMAC)",
-    "gfx1250": "LLVM gfx1250 WMMA tests + Composable Kernel / Triton WMMA v3 layouts (CDNA5 ISA not yet read)",
+    "gfx1250": "LLVM gfx1250 WMMA tests + Composable Kernel / Triton WMMA v3 / AMD rocjitsu layouts (CDNA5 ISA not read)",
 }
 
 

@@ -32,13 +32,19 @@ COMGR = ("ROCm comgr hotswap WMMA rewrites (patch-wmma-split, patch-wmma-scale16
 TRITON_SCALED = ("Triton gfx1250 scaled dot (accelerate-amd-matmul-wmma-gfx1250.mlir: kWidth = 16 bytes; "
                  "WMMA.cpp generateScaledWMMAIntrinsic; chooseScaledWmmaScaleLayout)")
 CLANG = "clang 22 BuiltinsAMDGPU gfx1250 builtins; operand tuple sizes from the ISA clang emits (tests)"
+ROCJITSU = ("AMD rocjitsu emulator, rocjitsu/isa/arch/amdgpu/shared/mma_exec.h (wmma_input_loc: \"CDNA5 K=128 "
+            "dense WMMA uses 16-element K blocks\", K=64 too; wmma_block_scaled_input_loc: 16 k (8-bit) / 32 k "
+            "(4/6-bit) per lane group; fp8_e5m3_to_f32)")
 
 
 # --------------------------------------------------------------------------- dense WMMA
 def _dense() -> list[MatrixInstruction]:
-    """gfx1250 dense WMMA. A/B: chunks of ``kl`` k alternate the two lane halves (Composable
-    Kernel ``LayoutFromDataType`` = Triton WMMA v3); C/D as RDNA4 wave32.
-    Medium confidence: the CDNA5 ISA tables were not available to us; see docs/catalog.md.
+    """gfx1250 dense WMMA. A/B: chunks of ``kl`` k alternate the two lane halves — 16 bytes of k
+    per chunk (f32: 2 k); C/D as RDNA4 wave32. 16-bit rows: Composable Kernel ``LayoutFromDataType``
+    = Triton WMMA v3 = rocjitsu. 8-bit rows: 16-k chunks (rocjitsu ``wmma_input_loc``, the f8f6f4
+    fp8 format of comgr and Triton's scaled dot); CK's 8-k chunks for them are a K order shared by
+    A and B, which CK permutes freely (invisible in D). Medium confidence: the CDNA5 ISA tables were
+    not available to us; see docs/catalog.md.
     """
     rows = []
     specs = [
@@ -48,11 +54,11 @@ def _dense() -> list[MatrixInstruction]:
         ("v_wmma_f16_16x16x32_f16", 32, "f16", "f16", "f16", 8, "V8hIbV16hIbV16hIsV8hIbIb"),
         ("v_wmma_bf16_16x16x32_bf16", 32, "bf16", "bf16", "bf16", 8, "V8yIbV16yIbV16yIsV8yIbIb"),
         ("v_wmma_bf16f32_16x16x32_bf16", 32, "bf16", "f32", "bf16", 8, "V8yIbV16yIbV16yIsV8fIbIb"),
-        ("v_wmma_i32_16x16x64_iu8", 64, "i8", "i32", "i32", 8, "V8iIbV8iIbV8iV8iIbIb"),
+        ("v_wmma_i32_16x16x64_iu8", 64, "i8", "i32", "i32", 16, "V8iIbV8iIbV8iV8iIbIb"),
     ]
     for kk, vec in ((64, "V8i"), (128, "V16i")):
         for out, osig in (("f32", "V8f"), ("f16", "V8h")):
-            specs += [(f"v_wmma_{out}_16x16x{kk}_{an}_{bn}", kk, (an, bn), out, out, 8, f"{osig}{vec}{vec}Is{osig}IbIb")
+            specs += [(f"v_wmma_{out}_16x16x{kk}_{an}_{bn}", kk, (an, bn), out, out, 16, f"{osig}{vec}{vec}Is{osig}IbIb")
                       for an, bn in FP8_PAIRS]
     for name, k, a, c, d, kl, sig in specs:
         at, bt = (f"{a[0]}_ocp", f"{a[1]}_ocp") if isinstance(a, tuple) else (a, a)
@@ -70,7 +76,11 @@ def _dense() -> list[MatrixInstruction]:
         at, bt = _IU.get(at, at), _IU.get(bt, bt)
         row = _wmma("gfx1250", name, k, at, c, None, geo, regs, b=bt, d=d, mods=mods,
                     builtins=(_builtin("__builtin_amdgcn_" + name[2:], sig, 32, imms),),
-                    notes="layout from CK/Triton (medium confidence); cycles unknown")
+                    notes=("layout from CK/Triton/rocjitsu (medium confidence); cycles unknown" if ab >= 16 else
+                           "layout: 16-k chunks from rocjitsu, = the f8f6f4 fp8 format (comgr, Triton scaled "
+                           "dot); CK's 8-k chunks differ by a shared K order (medium confidence); cycles unknown"))
+        if ab < 16:
+            row = replace(row, citation=f"{ROCJITSU}; {COMGR}; {CLANG}")
         rows.append(row)
     return rows
 
