@@ -1,10 +1,12 @@
 """gfx1250 GEMMs on the two new WMMA forms: ``C = A @ B``, f32 accumulate, wave32.
 
 * ``v_wmma_f32_16x16x128_f8f6f4`` reads A and B in the format its ``matrix_a_fmt`` /
-  ``matrix_b_fmt`` fields name (tilesim: ``cbsz`` / ``blgp``, codes 0 fp8, 1 bf8, 4 fp4). In fp8 the
+  ``matrix_b_fmt`` fields name (tilesim: ``cbsz`` / ``blgp``, codes 0 fp8, 1 bf8, 2 fp6, 3 bf6,
+  4 fp4). In fp8 the
   lanes 0-15 hold the low 16 k of every 32-k block and lanes 16-31 the high 16 (the same registers
   as the dense ``v_wmma_f32_16x16x128_fp8_fp8``); a program loads A and B with the layout of the
-  format it selects (``op.layout("A", cbsz=fmt)``).
+  format it selects (``op.layout("A", cbsz=fmt)``). fp6 (e2m3) and bf6 (e3m2) take 12 VGPRs: a
+  32-k block per lane half, its two 16-k halves in 3-VGPR groups (``fp6_programs()``).
 * ``v_wmma_f32_32x16x128_f4`` (fp4 e2m1) is M=32: A and D are two 16-row halves stacked in the
   VGPRs (A rows 16-31 in VGPRs 8-15, D rows 16-31 in VGPRs 8-15), B is shared.
 
@@ -21,8 +23,9 @@ import numpy as np
 
 import tilesim as ts
 
-_NP = {"fp8_ocp": ml_dtypes.float8_e4m3fn, "bf8_ocp": ml_dtypes.float8_e5m2, "fp4": ml_dtypes.float4_e2m1fn}
-_CODE = {"fp8_ocp": 0, "bf8_ocp": 1, "fp4": 4}  # matrix_a_fmt / matrix_b_fmt codes
+_NP = {"fp8_ocp": ml_dtypes.float8_e4m3fn, "bf8_ocp": ml_dtypes.float8_e5m2, "fp4": ml_dtypes.float4_e2m1fn,
+       "fp6": ml_dtypes.float6_e2m3fn, "bf6": ml_dtypes.float6_e3m2fn}
+_CODE = {"fp8_ocp": 0, "bf8_ocp": 1, "fp6": 2, "bf6": 3, "fp4": 4}  # matrix_a_fmt / matrix_b_fmt codes
 
 
 def _make(ta: str, tb: str) -> ts.ir.Kernel:
@@ -43,7 +46,7 @@ def _make(ta: str, tb: str) -> ts.ir.Kernel:
     return ts.kernel(gfx1250_gemm)
 
 
-KERNELS = {(ta, tb): _make(ta, tb) for ta, tb in (("fp8_ocp", "fp8_ocp"), ("fp4", "fp4"))}
+KERNELS = {(ta, tb): _make(ta, tb) for ta, tb in (("fp8_ocp", "fp8_ocp"), ("fp4", "fp4"), ("fp6", "bf6"))}
 
 
 def programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
@@ -57,6 +60,12 @@ def f4_programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
     return [KERNELS["fp4", "fp4"].specialize(target="gfx1250", M=M, N=N, K=K, mma="v_wmma_f32_32x16x128_f4")]
 
 
+def fp6_programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
+    """fp6 (e2m3) x bf6 (e3m2) on the f8f6f4 form (formats 2/3): checked and simulated."""
+    return [KERNELS["fp6", "bf6"].specialize(target="gfx1250", M=M, N=N, K=K, mma="v_wmma_f32_16x16x128_f8f6f4",
+                                               fa=2, fb=3)]
+
+
 def inputs(prog: ts.Program, seed: int = 0) -> dict[str, np.ndarray]:
     """Random values of the tensors' formats (no NaN), as float32 the host can hold."""
     rng = np.random.default_rng(seed)
@@ -64,8 +73,8 @@ def inputs(prog: ts.Program, seed: int = 0) -> dict[str, np.ndarray]:
     for name in ("A", "B"):
         t = prog.tensor(name)
         np_t = _NP[t.dtype]
-        if t.dtype == "fp4":
-            codes = rng.integers(0, 16, t.shape).astype(np.uint8)  # every e2m1 pattern is a number
+        if t.dtype in ("fp4", "fp6", "bf6"):  # every e2m1 / e2m3 / e3m2 pattern is a number
+            codes = rng.integers(0, 16 if t.dtype == "fp4" else 64, t.shape).astype(np.uint8)
         else:
             ok = np.array([b for b in range(256) if np.isfinite(np.uint8(b).view(np_t).astype(np.float32))], np.uint8)
             codes = rng.choice(ok, t.shape)
@@ -137,7 +146,7 @@ def mx_reference(A: np.ndarray, SA: np.ndarray, B: np.ndarray, SB: np.ndarray) -
 
 
 if __name__ == "__main__":
-    for prog in programs() + f4_programs() + mx_programs():
+    for prog in programs() + f4_programs() + fp6_programs() + mx_programs():
         mx = "SA" in {t.name for t in prog.tensors}
         arrays = mx_inputs(prog) if mx else inputs(prog)
         got = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)

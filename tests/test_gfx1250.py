@@ -99,10 +99,41 @@ def test_f8f6f4_fp8_is_the_dense_fp8_rows_layout():
         assert dense.layout("B") == lookup("v_wmma_f32_16x16x128_f8f6f4", T).layout("B", blgp=0), name
 
 
+def _rocjitsu_block_scaled(i, k, bits):
+    """AMD rocjitsu ``wmma_block_scaled_input_loc`` (mma_exec.h), transcribed: block = 16 k for 8-bit,
+    32 k for 4/6-bit inputs; lane = i + 16*((k/block) & 1), element (k/2block)*block + k%block of the
+    lane's tuple, elements packed densely (a 6-bit one may straddle two VGPRs)."""
+    block = 16 if bits == 8 else 32
+    return i + 16 * ((k // block) % 2), bits * ((k // (2 * block)) * block + k % block)
+
+
+@pytest.mark.parametrize("name", F8F6F4)
+@pytest.mark.parametrize("code", [2, 3], ids=["fp6", "bf6"])
+def test_f8f6f4_fp6_bf6_follow_rocjitsu_and_comgr(name, code):
+    """fp6/bf6: 12 VGPRs; a 32-k block in one lane group (comgr, rocjitsu), its low 16 k in an
+    even-indexed group of 3 VGPRs, the high 16 in the next (comgr: "Subblocks are SubW consecutive
+    VGPRs (FP4=2, FP6=3); even-indexed ones are the low halves")."""
+    row = lookup(name, T)
+    want = _records((16, 128), 6, lambda i, k: _rocjitsu_block_scaled(i, k, 6))
+    lay = row.layout("A", cbsz=code)
+    assert np.array_equal(lay.location_array(), want)
+    assert np.array_equal(row.layout("B", blgp=code).location_array(), _transpose(want))
+    assert lay.registers_per_lane() == 12 and lay.elem_bits == 6
+    groups = {}
+    for r in lay.locations():
+        groups.setdefault((r.row, r.col // 32), set()).add(r.lane // 16)
+        assert ((r.vgpr // 3) % 2 == 0) == (r.col % 32 < 16), r
+    assert all(len(g) == 1 for g in groups.values())
+    for bits in (8, 4):  # the other formats are rocjitsu's block-scaled layout too
+        code8 = 0 if bits == 8 else 4
+        want = _records((16, 128), bits, lambda i, k: _rocjitsu_block_scaled(i, k, bits))
+        assert np.array_equal(row.layout("A", cbsz=code8).location_array(), want)
+
+
 def test_unmodelled_formats_and_fields_are_refused():
     row = lookup("v_wmma_f32_16x16x128_f8f6f4", T)
-    for code in (2, 3, 5):  # fp6/bf6: not modelled (docs/catalog.md); 5: no such format
-        with pytest.raises(ModifierError, match="legal: 0, 1, 4"):
+    for code in (5, 7):  # no such formats
+        with pytest.raises(ModifierError, match="legal: 0, 1, 2, 3, 4"):
             row.layout("A", cbsz=code)
     with pytest.raises(ModifierError, match="has no CBSZ"):
         lookup("v_wmma_f32_32x16x128_f4", T).layout("A", cbsz=4)
@@ -136,7 +167,7 @@ def test_scaled_forms_read_a_b_c_d_like_the_base_wmma():
             for op, mods in (("A", ()), ("B", ()), ("C", ()), ("D", ())):
                 assert row.layout(op) == base.layout(op), (name, op)
             if row.m == 16:
-                assert all(row.layout("A", cbsz=c) == base.layout("A", cbsz=c) for c in (0, 1, 4))
+                assert all(row.layout("A", cbsz=c) == base.layout("A", cbsz=c) for c in (0, 1, 2, 3, 4))
 
 
 def test_every_new_row_cites_its_sources_and_confidence():
@@ -345,12 +376,12 @@ def _tuples(isa: str, mnemonic: str) -> tuple[list[int], str]:
     return sizes, line
 
 
-FORMAT_TEXT = {0: "", 1: "MATRIX_FMT_BF8", 4: "MATRIX_FMT_FP4"}
+FORMAT_TEXT = {0: "", 1: "MATRIX_FMT_BF8", 2: "MATRIX_FMT_FP6", 3: "MATRIX_FMT_BF6", 4: "MATRIX_FMT_FP4"}
 
 
 @pytest.mark.compiler
 @pytest.mark.parametrize("name", F8F6F4)
-@pytest.mark.parametrize(("fa", "fb"), [(0, 0), (1, 4), (4, 1), (4, 4)])
+@pytest.mark.parametrize(("fa", "fb"), [(0, 0), (1, 4), (4, 1), (4, 4), (2, 3), (3, 0), (4, 2)])
 def test_the_isa_shows_the_format_and_the_tuple_sizes_the_row_declares(name, fa, fb):
     row = lookup(name, T)
     sizes, line = _tuples(_compile(_call_source(row.builtin_for(32), {"cbsz": fa, "blgp": fb})), name)
@@ -378,15 +409,30 @@ def test_the_isa_shows_the_32x16_f4_tuple_sizes(name):
 
 
 @pytest.mark.compiler
-def test_fp6_takes_12_vgprs_and_is_the_modelling_gap():
-    """The compiler gives fp6 its own tuple size; tilesim refuses the format rather than guess its lanes."""
-    row = lookup("v_wmma_f32_16x16x128_f8f6f4", T)
-    src = _call_source(row.builtin_for(32), {}).replace("__builtin_amdgcn_wmma_f32_16x16x128_f8f6f4(0,",
-                                                         "__builtin_amdgcn_wmma_f32_16x16x128_f8f6f4(2,")
-    sizes, line = _tuples(_compile(src), row.mnemonic)
-    assert sizes[1] == 12 and "MATRIX_FMT_FP6" in line, line
-    with pytest.raises(ModifierError):
-        row.layout("A", cbsz=2)
+def test_the_scaled_encoding_is_a_prefix_plus_the_unscaled_wmma():
+    """Compiler truth (clang 22's assembler): v_wmma_scale_f32_16x16x128_f8f6f4 is 8 bytes of
+    LD_SCALE followed by the 8 bytes of v_wmma_f32_16x16x128_f8f6f4 itself, formats included. One
+    base instruction reads A and B for both, so the unscaled form's layouts are the scaled form's,
+    which the block scales pin (comgr, rocjitsu's block-scaled layout)."""
+    from tilesim.hw.offline import clang_command, run_tool
+
+    def assemble(src):
+        try:
+            return run_tool([*clang_command(), "-cc1as", "-triple", "amdgcn-amd-amdhsa", "-target-cpu", T,
+                             "-show-encoding", "-filetype", "asm", "-", "-o", "-"], input=src, timeout=120)
+        except ToolchainError as e:  # pragma: no cover - the dev extra installs ziglang
+            pytest.skip(f"no AMDGPU clang: {e}")
+
+    fmt = " matrix_a_fmt:MATRIX_FMT_FP6 matrix_b_fmt:MATRIX_FMT_BF6"
+    regs = "v[0:7], v[8:19], v[24:35], v[40:47]"  # fp6/bf6 A and B: 12 VGPRs
+    res = assemble(f"v_wmma_f32_16x16x128_f8f6f4 {regs}{fmt}\nv_wmma_scale_f32_16x16x128_f8f6f4 {regs}, v2, v3{fmt}\n")
+    enc = re.findall(r"encoding: \[([^\]]*)\]", res.stdout)
+    assert len(enc) == 2, res.stdout + res.stderr
+    plain, scaled = ([int(b, 16) for b in e.split(",")] for e in enc)
+    assert len(plain) == 8 and len(scaled) == 16 and scaled[8:] == plain, res.stdout
+    # and the assembler holds fp6 to 12 VGPRs: the fp8 tuple size is refused
+    bad = assemble(f"v_wmma_f32_16x16x128_f8f6f4 v[0:7], v[8:23], v[24:39], v[40:47]{fmt}\n")
+    assert bad.returncode != 0 and "wrong register tuple size for MATRIX_FMT_FP6" in bad.stderr, bad.stderr
 
 
 # SWMMAC: not in the catalog (no source gives its sparse-A and index lane maps). What the compiler

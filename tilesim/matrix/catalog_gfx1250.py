@@ -5,9 +5,9 @@ M=32 ``v_wmma_f32_32x16x128_f4`` and their block-scaled forms (``v_wmma_scale_*`
 32 k, ``v_wmma_scale16_*``: one per 16 k). The rows reuse catalog_amd's factories; each names its
 sources and confidence in its notes and in docs/catalog.md.
 
-Not here, on purpose: gfx1250 SWMMAC (``v_swmmac_*_16x16x64_*``, ``*_16x16x128_*``) — its sparse-A
-and index lane maps are in no source we could read (see docs/catalog.md, "Known gaps"); the fp6/bf6
-formats of the f8f6f4 forms — which 32-k blocks each lane half holds is not stated for them.
+Not here, on purpose: gfx1250 SWMMAC (``v_swmmac_*_16x16x64_*``, ``*_16x16x128_*``) — the one source
+with its sparse-A, B and index lane maps (AMD's rocjitsu emulator) says its K=128 maps depart from the
+CDNA5 ISA we could not read (see docs/catalog.md, "Known gaps").
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def _dense() -> list[MatrixInstruction]:
 # gfx1250 MATRIX_FMT codes (the assembler's matrix_a_fmt/matrix_b_fmt: FP8=0, BF8=1, FP6=2, BF6=3,
 # FP4=4) — the codes gfx950 carries in CBSZ/BLGP. tilesim names the fields by those gfx950 slots
 # (``cbsz`` = matrix_a_fmt, ``blgp`` = matrix_b_fmt, modifier kind ``format``), so one format
-# machinery serves both. FP6/BF6 (2, 3) are left out: see the module docstring.
-F8F6F4_FORMATS = {0: "fp8_ocp", 1: "bf8_ocp", 4: "fp4"}
+# machinery serves both.
+F8F6F4_FORMATS = {0: "fp8_ocp", 1: "bf8_ocp", 2: "fp6", 3: "bf6", 4: "fp4"}
 # VGPRs of an A/B tuple by format: 16/12/8 (clang prints v[0:15] / v[0:11] / v[0:7]; tests check it).
 F8F6F4_VGPRS = {0: 16, 1: 16, 2: 12, 3: 12, 4: 8}
 
@@ -99,12 +99,14 @@ def f8f6f4_geometry(code: int) -> tuple[InputGeometry, int]:
     """A/B geometry of a gfx1250 f8f6f4 format: 16-byte chunks of k alternate the two lane halves.
 
     fp8/bf8: lanes 0-15 hold the low 16 k of every 32-k block, lanes 16-31 the high 16 (comgr's
-    scale16 rewrite isolates a 16-k subblock with a lane mask); fp4: 32-k blocks 0 and 2 in lanes
-    0-15, 1 and 3 in lanes 16-31, each block's low and high 16 k in consecutive VGPR pairs (comgr:
-    "a whole 32-block sits in one lane group", subblocks of 2 VGPRs; Triton: kWidth 16 bytes).
+    scale16 rewrite isolates a 16-k subblock with a lane mask); fp4 and fp6/bf6: 32-k blocks 0 and 2
+    in lanes 0-15, 1 and 3 in lanes 16-31, each block's low and high 16 k in consecutive groups of 2
+    (fp4) or 3 (fp6) VGPRs (comgr: "a whole 32-block sits in one lane group", subblocks of "FP4=2,
+    FP6=3" VGPRs; rocjitsu's block-scaled layout: 32 k per lane group for 4/6-bit; Triton: kWidth 16
+    bytes for fp4). 6-bit elements pack densely and straddle VGPRs, as on gfx950.
     """
     bits = _bits(F8F6F4_FORMATS[code])
-    return InputGeometry(16, 2, 128 // bits, 32, 64), bits
+    return InputGeometry(16, 2, 16 if bits == 8 else 32, 32, 64), bits
 
 
 def _format_geometry(modifier: str) -> tuple[FormatGeometry, int]:
@@ -112,9 +114,9 @@ def _format_geometry(modifier: str) -> tuple[FormatGeometry, int]:
     return FormatGeometry(modifier, entries), 8
 
 
-_FMT_A = Modifier("cbsz", tuple(F8F6F4_FORMATS), "matrix_a_fmt: A format 0 fp8, 1 bf8, 4 fp4 (fp6/bf6 not modelled)",
+_FMT_A = Modifier("cbsz", tuple(F8F6F4_FORMATS), "matrix_a_fmt: A format 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4",
                   "format")
-_FMT_B = Modifier("blgp", tuple(F8F6F4_FORMATS), "matrix_b_fmt: B format 0 fp8, 1 bf8, 4 fp4 (fp6/bf6 not modelled)",
+_FMT_B = Modifier("blgp", tuple(F8F6F4_FORMATS), "matrix_b_fmt: B format 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4",
                   "format")
 
 # The builtins' immediates. Formats come from the format modifiers, the scale row selects from
@@ -151,8 +153,8 @@ def _a_32x16_f4(**_mods: int) -> Layout:
 
 
 _F8F6F4_NOTE = ("formats per operand (matrix_a_fmt/matrix_b_fmt as cbsz/blgp): fp8/bf8 16 VGPRs, 16-k runs "
-                "alternate lane halves; fp4 8 VGPRs, 32-k runs alternate lane halves (comgr + Triton, medium "
-                "confidence; order inside a 16-k run assumed natural); fp6/bf6 not modelled; cycles unknown")
+                "alternate lane halves; fp4 8 VGPRs and fp6/bf6 12 VGPRs, 32-k runs alternate lane halves (comgr, "
+                "Triton, rocjitsu; medium confidence; order inside a 16-k run assumed natural); cycles unknown")
 _F4_NOTE = ("A = two 16x16x128_f8f6f4 fp4 A tuples (rows 0-15, 16-31), B shared, D = two 16x16 D tuples "
             "(comgr's exact M-split); medium confidence; cycles unknown")
 _SCALE_NOTE = ("; block scales SA/SB: one E8M0 byte per {per} k, byte kb of an {ty} per lane, row/column r in "
