@@ -435,7 +435,8 @@ def test_the_scaled_encoding_is_a_prefix_plus_the_unscaled_wmma():
     assert bad.returncode != 0 and "wrong register tuple size for MATRIX_FMT_FP6" in bad.stderr, bad.stderr
 
 
-# SWMMAC: not in the catalog (no source gives its sparse-A and index lane maps). What the compiler
+# SWMMAC: not in the catalog (the one source with lane maps, AMD's rocjitsu emulator, says its K=128
+# maps depart from the CDNA5 ISA; docs/catalog.md "Known gaps" says what is missing). What the compiler
 # does fix, recorded so the gap stays honest: K=128 8-bit forms read a 64-bit index (a VGPR pair),
 # and their sparse A is half the dense 16x16x128 A — they are not dense WMMA.
 SWMMAC = [

@@ -124,3 +124,83 @@ def test_the_fp6_tile_program_compiles_to_the_fp6_formats():
         pytest.skip(f"no AMDGPU clang: {e}")
     lines = [ln for ln in isa.splitlines() if "v_wmma_f32_16x16x128_f8f6f4" in ln]
     assert lines and all("matrix_a_fmt:MATRIX_FMT_FP6 matrix_b_fmt:MATRIX_FMT_BF6" in ln for ln in lines), lines
+
+
+# ------------------------------------------------------------------ scale formats E5M3 / E4M3
+def dec_e5m3(c: int) -> float:
+    """AMD rocjitsu ``fp8_e5m3_to_f32`` (gfx1250's unsigned scale format), restated: 5 exponent bits
+    (bias 15), 3 mantissa bits, no sign; exponent 0 is subnormal (m * 2**-17); 0xFF is NaN."""
+    c = int(c)
+    e, m = (c >> 3) & 31, c & 7
+    if c == 0xFF:
+        return float("nan")
+    return m * 2.0**-17 if e == 0 else (1 + m / 8) * 2.0 ** (e - 15)
+
+
+def test_scale_decoders_are_bit_exact_for_every_byte():
+    from tilesim.matrix.scale import decode_scale
+
+    # rocjitsu's Fp8E5M3.KeyValues: 0x01 = 2**-17, 0x07 = 0.875 * 2**-14, 0x08 = 2**-14, 0x38 = 2**-8, 0xFE = 114688
+    assert [dec_e5m3(c) for c in (0x01, 0x07, 0x08, 0x38, 0xFE)] == [2.0**-17, 0.875 * 2.0**-14, 2.0**-14,
+                                                                     2.0**-8, 114688.0]
+    codes = np.arange(256)
+    for fmt, dec in (("e5m3", dec_e5m3), ("e4m3", dec_e4m3)):
+        want = np.array([dec(c) for c in codes])
+        np.testing.assert_array_equal(decode_scale(codes, fmt), want)  # NaN == NaN here
+
+
+SCALED16 = ["v_wmma_scale_f32_16x16x128_f8f6f4", "v_wmma_scale16_f32_16x16x128_f8f6f4"]
+
+
+@pytest.mark.parametrize("name", SCALED16 + ["v_wmma_scale16_f32_32x16x128_f4"])
+@pytest.mark.parametrize(("sfa", "sfb"), [(1, 2), (2, 1), (1, 0)], ids=["e5m3xe4m3", "e4m3xe5m3", "e5m3xe8m0"])
+def test_e5m3_and_e4m3_scales_against_float64(name, sfa, sfb):
+    """matrix_a_scale_fmt / matrix_b_scale_fmt = 1 (E5M3) or 2 (E4M3): each block of k times its
+    decoded scale, exact, one rounding to f32 — with the scales decoded by this file's decoders."""
+    from tilesim.matrix.numerics import execute_scaled
+
+    row = lookup(name, T)
+    rng = np.random.default_rng(sfa * 3 + sfb)
+    block = 16 if "scale16" in name else 32
+    code = 0  # fp8 A/B on the 16-row forms; the M=32 form is fp4 (no format field)
+    ca = _codes(rng, 0, (row.m, 128)) if row.m == 16 else rng.integers(0, 16, (row.m, 128))
+    cb = _codes(rng, 0, (128, 16)) if row.m == 16 else rng.integers(0, 16, (128, 16))
+    if row.m == 16:
+        A, B = np.vectorize(dec_e4m3)(ca), np.vectorize(dec_e4m3)(cb)
+    else:  # e2m1: sign, 2 exponent bits (bias 1), 1 mantissa bit (OCP MX v1.0 §5.3.3)
+        def e2m1(c):
+            s, e, m = (c >> 3) & 1, (c >> 1) & 3, c & 1
+            v = m / 2 if e == 0 else (1 + m / 2) * 2.0 ** (e - 1)
+            return -v if s else v
+        A, B = np.vectorize(e2m1)(ca), np.vectorize(e2m1)(cb)
+
+    def scale_bytes(fmt_code, shape):  # finite, moderate scales of the format
+        dec = {0: lambda c: 2.0 ** (int(c) - 127), 1: dec_e5m3, 2: dec_e4m3}[fmt_code]
+        ok = [c for c in range(256) if np.isfinite(dec(c)) and 2.0**-8 <= abs(dec(c)) <= 2.0**8]
+        return rng.choice(np.array(ok), shape)
+
+    sa, sb = scale_bytes(sfa, (row.m, 128 // block)), scale_bytes(sfb, (128 // block, 16))
+    dec = {0: lambda c: 2.0 ** (int(c) - 127), 1: dec_e5m3, 2: dec_e4m3}
+    kb = np.arange(128) // block
+    FA, FB = np.vectorize(dec[sfa])(sa)[:, kb], np.vectorize(dec[sfb])(sb)[kb, :]
+    C = rng.integers(-8, 9, (row.m, 16)).astype(np.float64)
+    want = ((A * FA) @ (B * FB) + C).astype(np.float32).astype(np.float64)
+    got = execute_scaled(row, A, B, C, sa, sb, cbsz=code, blgp=code, a_scale_fmt=sfa, b_scale_fmt=sfb)
+    np.testing.assert_array_equal(np.asarray(got, np.float64), want)
+    # the format field matters: reading the same bytes as E8M0 gives another D
+    if sfa:
+        other = execute_scaled(row, A, B, C, sa, sb, cbsz=code, blgp=code, a_scale_fmt=0, b_scale_fmt=sfb)
+        assert not np.array_equal(np.asarray(other, np.float64), want)
+
+
+def test_scale_format_codes_are_checked():
+    from tilesim.errors import ModifierError
+    from tilesim.matrix.numerics import execute_scaled
+
+    row = lookup("v_wmma_scale_f32_16x16x128_f8f6f4", T)
+    z = np.zeros((16, 128)), np.zeros((128, 16)), None, np.full((16, 4), 127), np.full((4, 16), 127)
+    with pytest.raises(ModifierError, match="legal: 0 e8m0, 1 e5m3, 2 e4m3"):
+        execute_scaled(row, *z, a_scale_fmt=3)
+    mfma = lookup("v_mfma_scale_f32_16x16x128_f8f6f4", "gfx950")  # gfx950 scales are E8M0 only
+    with pytest.raises(ModifierError, match="legal: 0 e8m0"):
+        execute_scaled(mfma, *z, b_scale_fmt=1)

@@ -23,7 +23,7 @@ from tilesim.matrix.geometry import AccGeometry, FormatGeometry, InputGeometry
 from tilesim.matrix.instruction import Builtin, Immediate, MatrixInstruction, Modifier
 from tilesim.matrix.scale import ScaleGeometry
 
-__all__ = ["GFX1250_ROWS", "F8F6F4_FORMATS", "F8F6F4_VGPRS", "f8f6f4_geometry"]
+__all__ = ["GFX1250_ROWS", "F8F6F4_FORMATS", "F8F6F4_VGPRS", "SCALE_FMT_CODES", "f8f6f4_geometry"]
 
 # Sources, cited by the rows (docs/catalog.md gives the same with confidence per row).
 CK_TRITON = "Composable Kernel LayoutFromDataType / Triton WMMA v3 (amd_wmma version 3) dot-operand layout"
@@ -119,6 +119,10 @@ _FMT_A = Modifier("cbsz", tuple(F8F6F4_FORMATS), "matrix_a_fmt: A format 0 fp8, 
 _FMT_B = Modifier("blgp", tuple(F8F6F4_FORMATS), "matrix_b_fmt: B format 0 fp8, 1 bf8, 2 fp6, 3 bf6, 4 fp4",
                   "format")
 
+# matrix_a_scale_fmt / matrix_b_scale_fmt codes (LLVM AMDGPUInstPrinter: MATRIX_SCALE_FMT_E8, _E5M3,
+# _E4M3); the same byte placement for each (rocjitsu decode_wmma_scale_byte reads one byte per scale).
+SCALE_FMT_CODES = ("e8m0", "e5m3", "e4m3")
+
 # The builtins' immediates. Formats come from the format modifiers, the scale row selects from
 # opsel_a/opsel_b; the rest stay 0: C modifiers, reuse hints, and the scale formats (0 = E8M0; E5M3
 # and E4M3 are not modelled).
@@ -159,7 +163,7 @@ _F4_NOTE = ("A = two 16x16x128_f8f6f4 fp4 A tuples (rows 0-15, 16-31), B shared,
             "(comgr's exact M-split); medium confidence; cycles unknown")
 _SCALE_NOTE = ("; block scales SA/SB: one E8M0 byte per {per} k, byte kb of an {ty} per lane, row/column r in "
                "lane r (opsel = matrix_*_scale ROW1: lanes 16-31; comgr + Triton, medium confidence); "
-               "E5M3/E4M3 scale formats not modelled")
+               "E5M3/E4M3 scales (matrix_*_scale_fmt 1, 2) in numerics.execute_scaled, not in tile programs")
 
 
 def _scales(m: int, block: int) -> dict[str, tuple[ScaleGeometry, int]]:
@@ -175,7 +179,7 @@ def _scales(m: int, block: int) -> dict[str, tuple[ScaleGeometry, int]]:
     for op, rows, sel in (("SA", m, "opsel_a"), ("SB", 16, "opsel_b")):
         place = InputGeometry(rows, 1, 1, 32, reg_bits // 8)
         out[op] = (ScaleGeometry(op, block, "e8m0", place, reg_bits, sel, (0, 1) if rows == 16 else (0,),
-                                 select_stride=0, select_lanes=16), 8)
+                                 select_stride=0, select_lanes=16, formats=SCALE_FMT_CODES), 8)
     return out
 
 

@@ -304,10 +304,11 @@ def format_types(ins: MatrixInstruction, cbsz: int = 0, blgp: int = 0) -> tuple[
     return out[0], out[1], out[2], out[3]
 
 
-def scale_factors(ins: MatrixInstruction, operand: str, bits: np.ndarray) -> np.ndarray:
+def scale_factors(ins: MatrixInstruction, operand: str, bits: np.ndarray, fmt_code: int = 0) -> np.ndarray:
     """Block-scale bit patterns of ``SA`` (M, K/block) or ``SB`` (K/block, N) -> per-element factors
-    of A (M, K) or B (K, N): each scale repeated over its ``block`` k."""
-    geo = ins.scale(operand)
+    of A (M, K) or B (K, N): each scale repeated over its ``block`` k. ``fmt_code``: the scale-format
+    field (gfx1250 ``matrix_*_scale_fmt``: 0 E8M0, 1 E5M3, 2 E4M3; rows without one take 0 only)."""
+    geo = ins.scale(operand).in_format(fmt_code)
     nkb = geo.blocks_of(ins.k)
     want = (ins.m, nkb) if operand == "SA" else (nkb, ins.n)
     arr = np.asarray(bits)
@@ -329,10 +330,14 @@ def execute_scaled(
     *,
     cbsz: int = 0,
     blgp: int = 0,
+    a_scale_fmt: int = 0,
+    b_scale_fmt: int = 0,
 ) -> np.ndarray:
     """A scaled row on logical matrices: ``D = (A ∘ SA)·(B ∘ SB) + C`` with A (M, K) in the CBSZ
     format, B (K, N) in the BLGP format, ``scale_a`` (M, K/block) and ``scale_b`` (K/block, N) as
-    scale *bit patterns* (E8M0 bytes). Exact scaled products and sum, one rounding to D's type."""
+    scale *bit patterns* (bytes of the format ``a_scale_fmt``/``b_scale_fmt`` selects: E8M0 unless a
+    gfx1250 row's field says E5M3 (1) or E4M3 (2)). Exact scaled products and sum, one rounding to
+    D's type."""
     if not isinstance(ins, MatrixInstruction) or not ins.scale_operands:
         raise InstructionError(f"execute_scaled needs a scaled catalog row (v_mfma_scale_*), got {ins!r}"[:200])
     ta, tb, tc, td = format_types(ins, cbsz, blgp)
@@ -340,8 +345,8 @@ def execute_scaled(
     B = quantize(_as_blocks(b, 1, (ins.k, ins.n), "B")[0], tb)
     C = quantize(np.zeros((ins.m, ins.n)) if c is None else _as_blocks(c, 1, (ins.m, ins.n), "C")[0], tc)
     with np.errstate(invalid="ignore"):  # a NaN scale (0xFF) makes its block NaN, as the format says
-        A = A * scale_factors(ins, "SA", scale_a)  # exact: a power of two times a <=4-bit significand
-        B = B * scale_factors(ins, "SB", scale_b)
+        A = A * scale_factors(ins, "SA", scale_a, a_scale_fmt)  # exact: two <=4-bit significands
+        B = B * scale_factors(ins, "SB", scale_b, b_scale_fmt)
     return dot_exact(A, B, C, td)
 
 

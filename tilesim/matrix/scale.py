@@ -24,8 +24,11 @@ confidence per fact: docs/catalog.md ("gfx950 block scales").
 
 E8M0 (OCP Microscaling Formats v1.0 §5.4.1): 8 exponent bits, no sign, no mantissa, bias 127;
 pattern ``e`` is ``2**(e - 127)`` — so ``0x00`` is ``2**-127``, not zero — and ``0xFF`` is NaN.
-:func:`decode_scale` decodes it at the bit level (ml_dtypes' ``float8_e8m0fnu`` is only a
-cross-check in the tests).
+gfx1250's scaled WMMA also reads E5M3 and E4M3 scales (``matrix_*_scale_fmt`` 1 and 2, LLVM's
+``MATRIX_SCALE_FMT_E5M3``/``_E4M3``): E5M3 is unsigned, 5 exponent bits (bias 15), 3 mantissa bits,
+subnormals, ``0xFF`` NaN, no infinity (AMD rocjitsu ``fp8_e5m3_to_f32``); E4M3 is OCP FP8 E4M3 (bias
+7, ``S.1111.111`` NaN, no infinity). :func:`decode_scale` decodes all three at the bit level
+(ml_dtypes' ``float8_e8m0fnu`` is only a cross-check in the tests).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ __all__ = ["ScaleGeometry", "SCALE_OPERANDS", "SCALE_FORMATS", "SCALE_SELECTS", 
 
 SCALE_OPERANDS = ("SA", "SB")  # SA scales A (logical: row i, col k-block), SB scales B (row k-block, col j)
 SCALE_SELECTS = ("opsel_a", "opsel_b")  # the modifier fields that pick the slot group of SA / SB
-SCALE_FORMATS = {"e8m0": 8, "e4m3": 8}  # scale element formats and their bits
+SCALE_FORMATS = {"e8m0": 8, "e5m3": 8, "e4m3": 8}  # scale element formats and their bits
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ class ScaleGeometry:
     ``place`` is an :class:`InputGeometry` over the k-block index (``slots`` = scale elements per
     lane = ``reg_bits // bits``); ``select`` names the modifier that picks which slot group is read
     (gfx950: the byte, ``opsel_a``/``opsel_b``), legal values ``select_values``, each moving the
-    read ``select_stride`` slots.
+    read ``select_stride`` slots. ``formats`` lists the scale formats an instruction field selects,
+    by code (gfx1250 ``matrix_*_scale_fmt``: 0 E8M0, 1 E5M3, 2 E4M3); empty: ``fmt`` is fixed.
     """
 
     operand: str  # "SA" | "SB"
@@ -64,6 +68,7 @@ class ScaleGeometry:
     select_values: tuple[int, ...]
     select_stride: int = 1
     select_lanes: int = 0  # lanes the select moves the read (gfx1250 matrix_*_scale ROW1: 16)
+    formats: tuple[str, ...] = ()  # scale formats by the format field's code; () = fmt only
 
     def __post_init__(self) -> None:
         if self.operand not in SCALE_OPERANDS:
@@ -75,6 +80,18 @@ class ScaleGeometry:
                              f"{self.reg_bits}-bit scale register")
         if self.select not in SCALE_SELECTS or self.block < 1:
             raise ValueError(f"scale select {self.select!r} (valid: {SCALE_SELECTS}), block {self.block}")
+        if self.formats and (self.fmt not in self.formats or any(f not in SCALE_FORMATS for f in self.formats)):
+            raise ValueError(f"scale formats {self.formats}: must hold {self.fmt!r}, each one of "
+                             f"{tuple(SCALE_FORMATS)}")
+
+    def in_format(self, code: int) -> ScaleGeometry:
+        """The geometry with the scale format the format field's ``code`` selects (the placement is
+        the same for every format: one byte per scale)."""
+        legal = tuple(range(len(self.formats))) or (0,)
+        if code not in legal:
+            names = ", ".join(f"{c} {f}" for c, f in enumerate(self.formats or (self.fmt,)))
+            raise ModifierError(f"{self.operand} scale format {code} is not legal; legal: {names}")
+        return replace(self, fmt=self.formats[code]) if self.formats else self
 
     @property
     def bits(self) -> int:
@@ -121,10 +138,20 @@ def decode_scale(bits: np.ndarray, fmt: str = "e8m0") -> np.ndarray:
     """Scale bit patterns -> float64 factors, from the format's bits (not ml_dtypes).
 
     E8M0 (OCP MX v1.0 §5.4.1): ``2**(e - 127)``; ``0xFF`` NaN; ``0x00`` is ``2**-127`` (exact in float64).
+    E5M3 (unsigned): ``2**(e - 15) * (1 + m/8)``, ``e = 0``: ``m * 2**-17``; ``0xFF`` NaN.
+    E4M3 (OCP FP8): sign, ``2**(e - 7) * (1 + m/8)``, ``e = 0``: ``m * 2**-9``; ``S.1111.111`` NaN.
     """
-    e = np.asarray(bits, np.int64)
+    v = np.asarray(bits, np.int64)
+    if fmt not in SCALE_FORMATS:
+        raise ModifierError(f"scale format {fmt!r} is not a scale format; valid: {choices(tuple(SCALE_FORMATS))}")
+    if ((v < 0) | (v > 255)).any():
+        raise ModifierError(f"{fmt.upper()} scale patterns are bytes 0..255")
     if fmt == "e8m0":
-        if ((e < 0) | (e > 255)).any():
-            raise ModifierError("E8M0 scale patterns are bytes 0..255")
-        return np.where(e == 255, np.nan, np.ldexp(1.0, (e - 127).astype(np.int32)))
-    raise ModifierError(f"scale format {fmt!r} is not decoded by tilesim yet; decoded: e8m0")
+        return np.where(v == 255, np.nan, np.ldexp(1.0, (v - 127).astype(np.int32)))
+    ebits, bias = (5, 15) if fmt == "e5m3" else (4, 7)
+    e, m = (v >> 3) & ((1 << ebits) - 1), v & 7
+    mag = np.where(e == 0, np.ldexp(m.astype(np.float64), 1 - bias - 3),
+                   np.ldexp(1.0 + m / 8.0, (e - bias).astype(np.int32)))
+    if fmt == "e5m3":
+        return np.where(v == 0xFF, np.nan, mag)
+    return np.where((v & 0x7F) == 0x7F, np.nan, np.where(v & 0x80, -mag, mag))
