@@ -25,6 +25,7 @@ __all__ = [
     "TARGETS",
     "FEATURES",
     "MATRIX_PATHS",
+    "ISA_GENERATIONS",
     "MATRIX_CORE_PATHS",
     "get_target",
     "target_names",
@@ -35,6 +36,7 @@ __all__ = [
     "occupancy",
 ]
 
+ISA_GENERATIONS = ("gfx9", "gfx10", "gfx11", "gfx12", "ptx")
 MATRIX_PATHS = ("none", "dot2", "dp4a", "wmma", "wmma_gfx12", "mfma", "mma_sync")
 # The paths with matrix instructions in the catalog (the others have dot products only): a target
 # on one of these must have catalog rows (proofs/targets.py checks it).
@@ -86,6 +88,9 @@ class Target:
     features: frozenset[str]
     vgpr_granule: int  # registers are allocated per wave in multiples of this
     max_vgprs_per_wave: int
+    # the instruction-set generation whose encodings, DPP rules and wait counters the ISA emulator
+    # follows: "gfx9" (CDNA), "gfx10", "gfx11", "gfx12" (LLVM's SIInstrInfo generations), "ptx"
+    isa: str
     marketing: str = ""
     notes: str = ""
     occupancy_buckets: tuple[int, ...] = field(default=())
@@ -93,6 +98,8 @@ class Target:
     def __post_init__(self) -> None:
         if self.default_wave not in self.wave_sizes:
             raise TargetError(f"{self.name}: default wave {self.default_wave} not in {self.wave_sizes}")
+        if self.isa not in ISA_GENERATIONS:
+            raise TargetError(f"{self.name}: ISA generation {self.isa!r}; valid: {choices(ISA_GENERATIONS)}")
         if self.matrix_path not in MATRIX_PATHS:
             raise TargetError(f"{self.name}: matrix path {self.matrix_path!r}; valid: {choices(MATRIX_PATHS)}")
         unknown = self.features - FEATURES
@@ -106,6 +113,8 @@ class Target:
 # RDNA wave32 allocation buckets: a wave asking for n VGPRs is charged the smallest bucket
 # >= n. These breakpoints reproduce AMD's published occupancy table for RDNA3/RDNA4.
 _RDNA_BUCKETS = (64, 84, 96, 112, 128, 168, 204, 256)
+# The ISA generation of each RDNA family (LLVM GCNProcessors.td: FeatureGFX10/11/12 sets).
+_RDNA_ISA = {"rdna1": "gfx10", "rdna2": "gfx10", "rdna3": "gfx11", "rdna4": "gfx12", "gfx1250": "gfx12"}
 
 
 def _amd(
@@ -119,6 +128,7 @@ def _amd(
     banks: int,
     path: str,
     feats: set[str],
+    isa: str,
     fp8: str | None = None,
     granule: int = 8,
     max_vgprs: int = 256,
@@ -143,6 +153,7 @@ def _amd(
         features=frozenset(f),
         vgpr_granule=granule,
         max_vgprs_per_wave=max_vgprs,
+        isa=isa,
         marketing=marketing,
         occupancy_buckets=buckets,
     )
@@ -151,7 +162,7 @@ def _amd(
 def _cdna(name: str, family: str, feats: set[str], **kw: object) -> Target:
     # CDNA: wave64 only; gfx90a+ unify VGPRs and AGPRs (512 per lane), gfx908 keeps them apart.
     base = {"mfma", "agpr", "dot2", "dp4a"} | feats
-    return _amd(name, family, waves=(64,), path="mfma", feats=base, **kw)  # type: ignore[arg-type]
+    return _amd(name, family, waves=(64,), path="mfma", feats=base, isa="gfx9", **kw)  # type: ignore[arg-type]
 
 
 def _rdna(name: str, family: str, path: str, feats: set[str], vgprs: int, **kw: object) -> Target:
@@ -167,6 +178,7 @@ def _rdna(name: str, family: str, path: str, feats: set[str], vgprs: int, **kw: 
         path=path,
         feats=feats,
         buckets=_RDNA_BUCKETS,
+        isa=_RDNA_ISA[family],
         **kw,  # type: ignore[arg-type]
     )
 
@@ -198,6 +210,7 @@ def _nvidia(name: str, family: str, *, max_warps_sm: int, smem: int, fp8: bool, 
         features=frozenset(feats),
         vgpr_granule=8,  # 256 registers per warp
         max_vgprs_per_wave=255,
+        isa="ptx",
         marketing=marketing,
     )
 

@@ -15,8 +15,9 @@ import re
 
 import numpy as np
 
-from tilesim.isa.asm import Instr, Reg
+from tilesim.isa.asm import Instr, IsaError, Reg
 from tilesim.isa.state import Machine
+from tilesim.targets import get_target
 
 __all__ = ["Hazards"]
 
@@ -43,8 +44,11 @@ class Hazards:
     """Per-wave issue/retire counts per counter, and per register the load that last wrote it."""
 
     def __init__(self, st: Machine, target: str) -> None:
-        self.names = _COUNTERS["gfx12" if target.startswith("gfx12") else "gfx11" if target.startswith("gfx11")
-                               else "gfx9"]
+        isa = get_target(target).isa
+        if isa not in _COUNTERS:
+            raise IsaError(f"{target}: the wait counters of ISA generation {isa} are not modelled; modelled: "
+                           f"{', '.join(_COUNTERS)}")
+        self.names = _COUNTERS[isa]
         self.counters = sorted(set(self.names.values()))
         self.issued = {c: np.zeros(st.W, np.int64) for c in self.counters}
         self.done = {c: np.zeros(st.W, np.int64) for c in self.counters}

@@ -27,6 +27,7 @@ from tilesim.isa.valu_ops import KIND_BITS as _BITS
 from tilesim.isa.valu_ops import KIND_DT as _KIND_DT
 from tilesim.isa.valu_ops import VALU_OPS, fma_f32
 from tilesim.isa.valu_ops import WIDE as _WIDE
+from tilesim.targets import get_target
 
 __all__ = ["compile_valu", "VALU_OPS", "fma_f32"]
 
@@ -104,7 +105,7 @@ def _dest_writer(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Ca
         # preserve it (LLVM's GCNSubtarget::zeroesHigh16BitsOfDest, reviews D104575/D115729)
         if ins.mnemonic.split("_e")[0] not in _HIGH_RULE:
             raise ctx.err(ins, "what a non-true16 16-bit result does to the high half is not modelled for this op")
-        half = "l" if not ctx.target.startswith("gfx9") else ""
+        half = "l" if get_target(ctx.target).isa != "gfx9" else ""
         if not half:
             return lambda val, act: st.write_v(b, 1, np.asarray(val).view(np.uint16).astype(_U32), act)
     if kind in ("u16", "f16"):
@@ -460,7 +461,7 @@ class _Dpp:
 
         mods = dict(ins.mods)
         ctrls = [k for k in mods if k in _DPP_CTRLS]
-        gfx9 = ctx.target.startswith("gfx9")
+        gfx9 = get_target(ctx.target).isa == "gfx9"
         extra = set(mods) - set(ctrls) - {"row_mask", "bank_mask", "bound_ctrl", *(() if gfx9 else ("fi",))}
         if len(ctrls) != 1 or extra:
             raise ctx.err(ins, f"DPP modifiers {', '.join(k for k, _ in ins.mods)} not modelled")
@@ -505,7 +506,7 @@ def _permlane(m: str, ins: Instr, ctx: Ctx, st: Machine) -> _Run:
     else it reads 0 with ``bound_ctrl``, else ``vD`` keeps its value."""
     from tilesim.isa.valu_ops import permlane_sources
 
-    if ctx.target.startswith("gfx9"):
+    if get_target(ctx.target).isa == "gfx9":
         raise ctx.err(ins, "v_permlane*16 is an RDNA instruction")
     ops = ins.operands
     opsel = dict(ins.mods).get("op_sel", "[0,0]")

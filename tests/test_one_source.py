@@ -1,0 +1,120 @@
+"""One source of truth: a fact added in one place reaches every consumer, and a second copy shows.
+
+*A target row.* A copy of the package gets one edit, rows appended to the target table
+(``tests/_twin_targets.py``: ``gfxtwin942`` is gfx942 under a name no prefix test recognises, likewise
+for RDNA3/4, CDNA2/4, gfx1250, sm_80 and sm_90). A fresh interpreter then asks every consumer of the
+table about each twin and its original: the table's predicates and occupancy, the catalog, the CLI's
+``targets`` and ``instructions``, the DSL, ``check``, the simulator, the HIP/CUDA generator, port, the
+ISA emulator, the Gluon/TileLang arch checks and the compiler-truth case list. Every answer must be the
+same but for the name. A consumer that keeps its own list of targets or families, or tests a name
+prefix (``startswith("gfx9")``), answers differently for the twin and fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from _twin_targets import CONSUMERS, TABLE_EDIT, TWINS  # noqa: E402
+
+_ANCHOR = "TARGETS: dict[str, Target] = {t.name: t for t in _ROWS}\n"
+
+
+def twin_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None, twins: list[str] | None = None) -> dict:
+    """Copy tilesim to ``tmp``, append the twin rows to its target table (plus ``edit``: file -> (old, new),
+    a deliberate second copy for the tests that show the check fails), and run the worker on the copy."""
+    shutil.copytree(ROOT / "tilesim", tmp / "tilesim", ignore=shutil.ignore_patterns("__pycache__"))
+    table = tmp / "tilesim" / "targets.py"
+    src = table.read_text()
+    assert src.count(_ANCHOR) == 1, "the target table's TARGETS line moved: update _ANCHOR"
+    table.write_text(src.replace(_ANCHOR, _ANCHOR + TABLE_EDIT))
+    for rel, (old, new) in (edit or {}).items():
+        path = tmp / "tilesim" / rel
+        text = path.read_text()
+        assert text.count(old) == 1, (rel, old)
+        path.write_text(text.replace(old, new))
+    env = {**os.environ, "PYTHONPATH": str(tmp)}
+    out = subprocess.run([sys.executable, str(ROOT / "tests" / "_twin_targets.py"), *(twins or [])], capture_output=True,
+                         text=True, env=env, cwd=tmp, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout)
+    assert Path(report.pop("tilesim")).is_relative_to(tmp), "the worker imported the real package, not the copy"
+    return report
+
+
+@cache
+def _report() -> dict:
+    import tempfile
+
+    return twin_report(Path(tempfile.mkdtemp(prefix="tilesim_twins_")))
+
+
+def differences(report: dict) -> list[str]:
+    out = []
+    for fake, entry in report.items():
+        for consumer, (got, want) in entry["consumers"].items():
+            if got != want:
+                out.append(f"{consumer}: {fake} answers {str(got)[:300]!r}, its twin {entry['real']} "
+                           f"{str(want)[:300]!r}")
+    return out
+
+
+def test_the_worker_asks_every_consumer() -> None:
+    asked = {c for entry in _report().values() for c in entry["consumers"]}
+    assert asked == set(CONSUMERS)
+
+
+@pytest.mark.parametrize("consumer", CONSUMERS)
+def test_a_new_target_row_reaches_every_consumer(consumer: str) -> None:
+    """Each twin row, the only edit, gets the same answer as its original from ``consumer``."""
+    report = _report()
+    bad = differences({f: {"real": e["real"], "consumers": {consumer: e["consumers"][consumer]}}
+                       for f, e in report.items() if consumer in e["consumers"]})
+    assert not bad, "\n".join(bad)
+    assert any(consumer in e["consumers"] for e in report.values())
+
+
+# --- the check notices a second copy: each edit re-declares one fact the table holds --------------
+# (file in tilesim/, text there, text put in its place, the twin to ask about, the consumer that must differ)
+SECOND_COPIES = {
+    # the ISA emulator's wait counters chosen by a name prefix, as 0.7.0 did
+    "isa: counters by name prefix": (
+        "isa/hazards.py", "        isa = get_target(target).isa\n",
+        '        isa = "gfx12" if target.startswith("gfx12") else "gfx11" if target.startswith("gfx11") else "gfx9"\n',
+        "gfxtwin1201", "isa emulator"),
+    # a Gluon WMMA version's targets listed by hand instead of read from the table's family
+    "gluon: a list of targets": (
+        "frameworks/gluon.py", "        return _family_targets(_WMMA_FAMILY[self.version])\n",
+        '        return {1: ("gfx1100", "gfx1101", "gfx1102", "gfx1103"), 2: ("gfx1200", "gfx1201"), '
+        '3: ("gfx1250",)}[self.version]\n',
+        "gfxtwin1201", "gluon check_layout"),
+    # the generator deciding AMD vs NVIDIA from a name instead of the row's vendor
+    "codegen: vendor by name": (
+        "codegen/hip.py", '        self.amd = self.t.vendor == "amd"\n',
+        '        self.amd = self.t.name.startswith(("gfx9", "gfx10", "gfx11", "gfx12"))\n',
+        "gfxtwin942", "emit"),
+    # occupancy keyed by a hand list of RDNA names
+    "targets: occupancy by name": (
+        "targets.py", "    if t.occupancy_buckets:\n",
+        '    if t.name in ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1200", "gfx1201"):\n',
+        "gfxtwin1201", "occupancy"),
+}
+
+
+@pytest.mark.slow  # a copy of the package and a fresh interpreter per edit (~10 s each)
+@pytest.mark.parametrize("name", list(SECOND_COPIES))
+def test_a_second_copy_of_a_fact_fails_the_check(name: str, tmp_path: Path) -> None:
+    rel, old, new, twin, consumer = SECOND_COPIES[name]
+    report = twin_report(tmp_path, {rel: (old, new)}, twins=[twin])
+    bad = [d for d in differences(report) if d.startswith(f"{consumer}:")]
+    assert bad, f"{name}: the twin {twin} still answers {consumer} like {TWINS[twin]}"
