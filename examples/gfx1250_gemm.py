@@ -10,6 +10,9 @@
 * ``v_wmma_f32_32x16x128_f4`` (fp4 e2m1) is M=32: A and D are two 16-row halves stacked in the
   VGPRs (A rows 16-31 in VGPRs 8-15, D rows 16-31 in VGPRs 8-15), B is shared.
 
+* Block scales: ``mx_programs()`` (E8M0, block 32 and 16) in tile programs; ``nvfp4_tile()`` runs one
+  scale16 WMMA on fp4 with E4M3 (``matrix_*_scale_fmt`` 2) or E5M3 (1) scales at the instruction level.
+
 Sources and confidence: docs/catalog.md (gfx1250 rows). ``programs()`` check, simulate and compile;
 ``f4_programs()`` check and simulate (4-bit tensors are not emitted yet).
 Run: ``python -m examples.gfx1250_gemm``.
@@ -145,6 +148,33 @@ def mx_reference(A: np.ndarray, SA: np.ndarray, B: np.ndarray, SB: np.ndarray) -
             @ (np.asarray(B, np.float64) * np.asarray(SB, np.float64)[kb, :])}
 
 
+# ------------------------------------------------------------------ E4M3 / E5M3 scales (NVFP4-style)
+def nvfp4_tile(seed: int = 0, scale_fmt: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """One ``v_wmma_scale16_f32_16x16x128_f8f6f4`` on fp4 (e2m1) A and B with one E4M3 scale per 16 k
+    (``matrix_a_scale_fmt = matrix_b_scale_fmt = 2``; 1 reads the bytes as E5M3): the NVFP4 block
+    format. Runs at the instruction level (``numerics.execute_scaled``) — tile programs read E8M0
+    scale tensors only (docs/catalog.md, Known gaps). Returns (D, the float64 reference)."""
+    from tilesim.matrix.catalog import lookup
+    from tilesim.matrix.numerics import execute_scaled
+
+    row = lookup("v_wmma_scale16_f32_16x16x128_f8f6f4", "gfx1250")
+    rng = np.random.default_rng(seed)
+    e2m1 = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+    A, B = e2m1[rng.integers(0, 16, (16, 128))], e2m1[rng.integers(0, 16, (128, 16))]
+    # positive scale bytes, E4M3 0x20..0x58 = 2**-3..2**4, E5M3 0x58..0x98 = 2**-4..2**4
+    lo, hi = (0x20, 0x58) if scale_fmt == 2 else (0x58, 0x98)
+    sa, sb = rng.integers(lo, hi + 1, (16, 8)), rng.integers(lo, hi + 1, (8, 16))
+    if scale_fmt == 2:
+        dec = sa.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64), \
+              sb.astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    else:  # E5M3 (unsigned, bias 15): 2**(e-15) * (1 + m/8)
+        dec = tuple(np.ldexp(1 + (x & 7) / 8, (x >> 3) - 15) for x in (sa, sb))
+    kb = np.arange(128) // 16
+    want = (A * dec[0][:, kb]) @ (B * dec[1][kb, :])
+    got = execute_scaled(row, A, B, None, sa, sb, cbsz=4, blgp=4, a_scale_fmt=scale_fmt, b_scale_fmt=scale_fmt)
+    return np.asarray(got, np.float64), want
+
+
 if __name__ == "__main__":
     for prog in programs() + f4_programs() + fp6_programs() + mx_programs():
         mx = "SA" in {t.name for t in prog.tensors}
@@ -153,3 +183,7 @@ if __name__ == "__main__":
         want = (mx_reference if mx else reference)(**arrays)["C"]
         err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
         print(f"{prog.name:28} {ts.check(prog).ok and 'check OK':9} max |C - float64| / max|C| = {err:.2e}")
+    for fmt, name in ((2, "E4M3"), (1, "E5M3")):
+        got, want = nvfp4_tile(0, fmt)
+        err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
+        print(f"{'scale16 fp4, ' + name + ' scales':28} {'(instr.)':9} max |D - float64| / max|D| = {err:.2e}")

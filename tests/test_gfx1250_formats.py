@@ -204,3 +204,9 @@ def test_scale_format_codes_are_checked():
     mfma = lookup("v_mfma_scale_f32_16x16x128_f8f6f4", "gfx950")  # gfx950 scales are E8M0 only
     with pytest.raises(ModifierError, match="legal: 0 e8m0"):
         execute_scaled(mfma, *z, b_scale_fmt=1)
+
+
+@pytest.mark.parametrize("fmt", [2, 1], ids=["e4m3", "e5m3"])
+def test_the_nvfp4_example_matches_its_float64_reference(fmt):
+    got, want = gfx1250_gemm.nvfp4_tile(3, fmt)
+    np.testing.assert_allclose(got, want, rtol=2.0**-23, atol=2.0**-23 * np.abs(want).max())
