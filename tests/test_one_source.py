@@ -25,6 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from _new_op_row import ROW_EDIT  # noqa: E402
 from _twin_targets import CONSUMERS, TABLE_EDIT, TWINS  # noqa: E402
 
 _ANCHOR = "TARGETS: dict[str, Target] = {t.name: t for t in _ROWS}\n"
@@ -118,3 +119,67 @@ def test_a_second_copy_of_a_fact_fails_the_check(name: str, tmp_path: Path) -> N
     report = twin_report(tmp_path, {rel: (old, new)}, twins=[twin])
     bad = [d for d in differences(report) if d.startswith(f"{consumer}:")]
     assert bad, f"{name}: the twin {twin} still answers {consumer} like {TWINS[twin]}"
+
+
+# --- an op row ------------------------------------------------------------------------------------
+_OPS_END = "\n)\n\nBINOPS"  # the end of ELEMENTWISE in tilesim/ir/ops.py
+OP_CONSUMERS = ("dsl function", "dsl elementwise", "ir json round trip", "verifier (check)", "simulator",
+                "generator source", "generator compiled and emulated", "testing strategies")
+
+
+def op_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None) -> dict:
+    """Copy tilesim, add ``square`` to the op table (the only edit, plus ``edit``), run tests/_new_op_row.py."""
+    shutil.copytree(ROOT / "tilesim", tmp / "tilesim", ignore=shutil.ignore_patterns("__pycache__"))
+    ops = tmp / "tilesim" / "ir" / "ops.py"
+    src = ops.read_text()
+    assert src.count(_OPS_END) == 1, "ELEMENTWISE's end moved: update _OPS_END"
+    end = src.index(_OPS_END) + 1
+    ops.write_text(src[:end] + ROW_EDIT + src[end:])
+    for rel, (old, new) in (edit or {}).items():
+        path = tmp / "tilesim" / rel
+        text = path.read_text()
+        assert text.count(old) == 1, (rel, old)
+        path.write_text(text.replace(old, new))
+    env = {**os.environ, "PYTHONPATH": str(tmp)}
+    out = subprocess.run([sys.executable, str(ROOT / "tests" / "_new_op_row.py")], capture_output=True, text=True,
+                         env=env, cwd=tmp, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout)
+    assert Path(report.pop("tilesim")).is_relative_to(tmp), "the worker imported the real package, not the copy"
+    return report
+
+
+@cache
+def _op_report() -> dict:
+    import tempfile
+
+    return op_report(Path(tempfile.mkdtemp(prefix="tilesim_op_row_")))
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("consumer", OP_CONSUMERS)
+def test_a_new_op_row_reaches_every_consumer(consumer: str) -> None:
+    """``square`` added to ELEMENTWISE, nothing else: each consumer handles it, with float64's values."""
+    ok, seen = _op_report()[consumer]
+    assert ok, f"{consumer}: {seen}"
+
+
+# a consumer that lists the ops it knows: the new row is refused or computed wrong
+OP_SECOND_COPIES = {
+    "simulator: its own dict of functions": (
+        "wave/sim.py", '        f = ELEMENTWISE[op.attr("op")].numpy\n',
+        '        f = {"add": np.add, "neg": lambda a, b: -a, "exp": lambda a, b: np.exp(a)}.get(op.attr("op"), '
+        'lambda a, b: a)\n', "simulator"),
+    "generator: its own templates": (
+        "codegen/compute.py", '        row = _row(ELEMENTWISE, op.attr("op"), "elementwise")\n',
+        '        row = _row({k: ELEMENTWISE[k] for k in ("add", "sub", "mul", "div", "neg", "exp", "max", "min")}, '
+        'op.attr("op"), "elementwise")\n', "generator compiled and emulated"),
+}
+
+
+@pytest.mark.slow  # a copy of the package and a fresh interpreter
+@pytest.mark.parametrize("name", list(OP_SECOND_COPIES))
+def test_a_second_op_list_fails_the_check(name: str, tmp_path: Path) -> None:
+    rel, old, new, consumer = OP_SECOND_COPIES[name]
+    ok, seen = op_report(tmp_path, {rel: (old, new)})[consumer]
+    assert not ok, f"{name}: {consumer} still handles the new op: {seen}"
