@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -421,37 +422,66 @@ def bench_isa(sizes: list[int], repeat: int) -> list[dict[str, Any]]:
     return out
 
 
-_COLD_CMD = ("-m", "tilesim.cli", "run", "examples/gemm.py", "--target", "gfx1201", "--device", "none")
+_COLD_ARGS = ("run", "examples/gemm.py", "--target", "gfx1201")  # the issue's command: device auto
 
 
-def _child(env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds (user + sys) of one ``tilesim run`` in a fresh process."""
+def _child(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (user + sys, with the process's children: clang) of one fresh process."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run([sys.executable, *_COLD_CMD], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
+def _install(dest: Path, bytecode: bool) -> None:
+    """A fresh copy of tilesim and examples in ``dest``, byte-compiled as ``pip install`` does when
+    ``bytecode`` (a wheel install), else left as source (a checkout run with PYTHONDONTWRITEBYTECODE)."""
+    for name in ("tilesim", "examples"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if bytecode:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest)], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
 def bench_cold(repeat: int) -> list[dict[str, Any]]:
-    """``tilesim run examples/gemm.py --target gfx1201 --device none`` in a fresh process: first with
-    empty caches (numba's on-disk cache, normally ``__pycache__`` next to tilesim/wave/_jit.py, and
-    tilesim's compile cache, both pointed at a new temporary directory: a fresh machine), then again
-    with the caches the first run filled. Wall and CPU time: CPU time moves less with the load."""
-    l0 = _load()
-    with tempfile.TemporaryDirectory() as d:
-        env = {**os.environ, "NUMBA_CACHE_DIR": os.path.join(d, "numba"), "TILESIM_CACHE": os.path.join(d, "tilesim"),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        env.pop("TILESIM_NO_CACHE", None)
-        cold_wall, cold_cpu = _child(env)
-        warm = [_child(env) for _ in range(max(1, repeat))]
-    what = "tilesim run examples/gemm.py --target gfx1201 --device none, fresh process"
-    rows = [_figure("cold/run-first", f"{what}, empty numba + compile caches (wall)", cold_wall, "s",
-                    "second run, caches filled (wall)", [w for w, _ in warm], load_start=l0,
-                    target={"max_seconds": 1.5}, cpu_seconds=cold_cpu),
-            _figure("cold/run-first-cpu", f"{what}, empty caches (CPU user+sys)", cold_cpu, "s",
-                    "second run, caches filled (CPU)", [c for _, c in warm], load_start=l0)]
+    """``tilesim run examples/gemm.py --target gfx1201`` (device auto, the issue's command) in a fresh
+    process on a fresh install: tilesim and examples copied into a new folder and byte-compiled as
+    pip does, numba's cache (beside the copy's tilesim/wave/_jit.py) and tilesim's compile cache
+    empty; then ``repeat`` more runs with the caches the first filled. The same from a copy without
+    bytecode (every module compiled from source on every run: a checkout run with
+    PYTHONDONTWRITEBYTECODE=1). And ``import tilesim`` alone against ``import numpy``. Nothing is
+    written outside the temporary folder (PYTHONDONTWRITEBYTECODE=1 for the runs). Wall and CPU
+    time: CPU time moves less with the load."""
+    rows: list[dict[str, Any]] = []
+    for bytecode in (True, False):
+        l0 = _load()
+        with tempfile.TemporaryDirectory() as d:
+            pkg = Path(d, "install")
+            _install(pkg, bytecode)
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("NUMBA_CACHE_DIR", "TILESIM_NO_CACHE", "PYTHONPYCACHEPREFIX", "TILESIM_JIT_AFTER")}
+            env.update(PYTHONPATH=str(pkg), TILESIM_CACHE=str(Path(d, "cache")), PYTHONDONTWRITEBYTECODE="1")
+            cmd = [sys.executable, "-m", "tilesim", *_COLD_ARGS]
+            cold_wall, cold_cpu = _child(cmd, pkg, env)
+            warm = [_child(cmd, pkg, env) for _ in range(max(1, repeat))]
+            if bytecode:
+                imp = [_child([sys.executable, "-c", "import tilesim"], pkg, env) for _ in range(3)]
+                base = [_child([sys.executable, "-c", "import numpy"], pkg, env) for _ in range(3)]
+        how = "fresh install (bytecode compiled)" if bytecode else "source copy without bytecode"
+        what = f"tilesim {' '.join(_COLD_ARGS)}, {how}"
+        sfx = "" if bytecode else "-nobytecode"
+        rows += [_figure(f"cold/run-first{sfx}", f"{what}, empty numba + compile caches (wall)", cold_wall, "s",
+                         "next runs, caches filled (wall)", [w for w, _ in warm], load_start=l0,
+                         target={"max_seconds": 1.5} if bytecode else None, cpu_seconds=cold_cpu, bytecode=bytecode),
+                 _figure(f"cold/run-first-cpu{sfx}", f"{what}, empty caches (CPU user+sys)", cold_cpu, "s",
+                         "next runs, caches filled (CPU)", [c for _, c in warm], load_start=l0, bytecode=bytecode)]
+        if bytecode:
+            rows.append(_figure("cold/import", "import tilesim, fresh process, fresh install (wall)",
+                                [w for w, _ in imp], "s", "import numpy (wall)", [w for w, _ in base], load_start=l0,
+                                cpu_seconds=min(c for _, c in imp), baseline_cpu_seconds=min(c for _, c in base)))
     return rows
 
 

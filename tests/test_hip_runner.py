@@ -128,8 +128,10 @@ def test_no_device_takes_no_device_path(fake, monkeypatch):
     assert v.not_taken["device-run"] == "no AMD GPU (hipErrorNoDevice)"
 
 
-def test_the_fake_is_refused_outside_tests(fake, monkeypatch):
+def test_the_fake_is_refused_outside_tests(fake, monkeypatch, tmp_path):
     monkeypatch.delenv("TILESIM_ALLOW_FAKE_HIP")
+    (tmp_path / "kfd").write_text("")  # a machine with an AMD driver node: the device process probes and refuses
+    monkeypatch.setattr(amd, "HIP_DEVICE_PATHS", (str(tmp_path / "kfd"),))  # (none: tests/test_device_presence.py)
     v, _ = _verdict(_prog())
     assert v.status == "COMPILE_ONLY" and "device-run" not in v.paths, str(v)
     assert "tilesim's test fake" in v.not_taken["device-run"]

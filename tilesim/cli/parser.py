@@ -58,6 +58,20 @@ def _version() -> str:
         return found.group(1) if found else "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``, with the version looked up only when asked: importlib.metadata costs ~50 ms,
+    which every command paid when the string was built with the parser."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: object) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> NoReturn:
+        print(f"tilesim {_version()}")  # on stdout, as argparse's own version action prints it
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="tilesim",
@@ -66,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"tilesim {_version()}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     t = sub.add_parser("targets", help="list GPU targets with wave sizes, VGPRs, LDS and matrix path")

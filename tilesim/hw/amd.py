@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -38,6 +37,7 @@ import numpy as np
 from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError, ToolchainError
 from tilesim.hw.offline import clang_command, compile_hip, run_tool
+from tilesim.hw.watchdog import no_device_path
 from tilesim.matrix.dtypes import decode, encode, from_memory, to_memory
 from tilesim.matrix.numerics import quantize
 from tilesim.targets import get_target
@@ -49,6 +49,12 @@ __all__ = ["KernArg", "CodeObject", "FAKE_HIP_ENV", "amd_device", "amd_probe", "
 # with TILESIM_FAKE_DEVICE) stand in for hip-python; without it a fake is refused, never run
 FAKE_HIP_ENV = "TILESIM_ALLOW_FAKE_HIP"
 FAKE_DEVICE_NAME = "fake hip (tilesim ISA emulator; not AMD hardware)"
+# How ROCm reaches an AMD GPU on Linux: the KFD compute node, which the amdgpu kernel driver creates
+# and containers must be given (ROCm's "Running ROCm Docker containers": --device /dev/kfd is "the
+# main compute interface, shared by all GPUs"), or, under WSL2, the DirectX paravirtual driver's
+# /dev/dxg (librocdxg; rocprofiler-sdk's WSL2 page: "/dev/dxg ... rather than the native KFD
+# driver (/dev/kfd)"). With neither, hipGetDeviceCount finds no device.
+HIP_DEVICE_PATHS = ("/dev/kfd", "/dev/dxg")
 
 
 @dataclass(frozen=True)
@@ -151,24 +157,31 @@ def pack_kernargs(co: CodeObject, pointers: list[int], grid: tuple[int, int, int
 # ------------------------------------------------------------------ the device (hip-python)
 
 def hip_runtime_missing() -> str | None:
-    """Why no AMD run can happen here, found without importing hip-python or initialising HIP (None:
-    a ``hip`` module is importable, so the device process may probe with :func:`amd_probe`)."""
+    """Why no AMD run can happen here, found without importing hip-python or initialising HIP: no
+    ``hip`` module, or (on Linux) none of :data:`HIP_DEVICE_PATHS`. None means "maybe": the device
+    process probes with :func:`amd_probe`. With :data:`FAKE_HIP_ENV` set the paths are not asked
+    (tilesim's test fake needs no driver), so the probe decides."""
     if importlib.util.find_spec("hip") is None:
         return "no AMD runtime: hip-python is not installed (pip install hip-python, with ROCm)"
+    if os.environ.get(FAKE_HIP_ENV) != "1" and no_device_path(HIP_DEVICE_PATHS):
+        return (f"no AMD GPU: none of {', '.join(HIP_DEVICE_PATHS)} exists (the amdgpu kernel driver is not "
+                "loaded, or the device is not passed through)")
     return None
 
 
 def _genuine(mod: object) -> str | None:
     """The distribution (hip-python, or rocm-bindings-hip that hip-python 10 re-exports) whose
     installed files include ``mod``'s file; None when none does."""
+    from importlib import metadata  # here, not at import: ~50 ms that every `tilesim run` paid
+
     f = getattr(mod, "__file__", None)
     if not f:
         return None
     want = Path(f).resolve()
     for dist in ("hip-python", "rocm-bindings-hip"):
         try:
-            d = importlib.metadata.distribution(dist)
-        except importlib.metadata.PackageNotFoundError:
+            d = metadata.distribution(dist)
+        except metadata.PackageNotFoundError:
             continue
         files = d.files or []  # no RECORD: cannot tell, so not genuine
         if any(Path(str(d.locate_file(x))).resolve() == want for x in files if str(x).startswith(("hip", "rocm"))):

@@ -10,20 +10,36 @@ import numpy as np
 
 from tilesim.codegen.hip import Emitted
 from tilesim.errors import DeviceError
+from tilesim.hw.watchdog import no_device_path
 from tilesim.matrix.dtypes import decode, dtype, encode, from_memory, to_memory
 from tilesim.matrix.numerics import quantize
 
-__all__ = ["cuda_device", "cuda_runtime_missing", "run_nvidia"]
+__all__ = ["CUDA_DEVICE_PATHS", "cuda_device", "cuda_runtime_missing", "run_nvidia"]
 
+# How the CUDA driver reaches an NVIDIA GPU on Linux; with none of these, cuInit finds no device. The
+# list errs towards "maybe": the module loaded (/proc/driver/nvidia) or nvidia-modprobe installed
+# (the setuid helper the driver library runs to load the module and create the nodes on first use)
+# count, so a machine whose nodes do not exist yet is still probed.
+CUDA_DEVICE_PATHS = (
+    "/dev/nvidiactl",  # the desktop/server driver's control node (with /dev/nvidia0, ...)
+    "/dev/dxg",  # WSL2: the GPU through the DirectX paravirtual driver
+    "/dev/nvhost-ctrl-gpu", "/dev/nvmap",  # Jetson (Tegra): the integrated GPU's nodes
+    "/proc/driver/nvidia",  # the kernel module is loaded
+    "/usr/bin/nvidia-modprobe",  # the driver library may load the module and create the nodes itself
+)
 
 
 def cuda_runtime_missing() -> str | None:
-    """Why no CUDA run can happen here, found without initialising CUDA (None: CuPy is installed,
-    so the device process may probe with :func:`cuda_device`)."""
+    """Why no CUDA run can happen here, found without importing CuPy or initialising CUDA: CuPy not
+    installed, or (on Linux) none of :data:`CUDA_DEVICE_PATHS`. None means "maybe": the device
+    process probes with :func:`cuda_device`."""
     import importlib.util
 
     if importlib.util.find_spec("cupy") is None:
         return "no CUDA runtime: CuPy is not installed (pip install cupy-cuda12x or cupy-cuda13x)"
+    if no_device_path(CUDA_DEVICE_PATHS):
+        return (f"no CUDA device: none of {', '.join(CUDA_DEVICE_PATHS)} exists (no NVIDIA driver, or the "
+                "device is not passed through)")
     return None
 
 

@@ -58,7 +58,7 @@ import numpy as np
 from tilesim.errors import DeviceError
 from tilesim.hw.offline import signal_group
 
-__all__ = ["DEFAULT_TIMEOUT_S", "DeviceRun", "Opaque", "device_timeout", "guarded_call"]
+__all__ = ["DEFAULT_TIMEOUT_S", "DeviceRun", "Opaque", "device_timeout", "guarded_call", "no_device_path"]
 
 DEFAULT_TIMEOUT_S = 300.0
 _KILL_GRACE_S = 2.0
@@ -98,6 +98,14 @@ def device_timeout(timeout_s: float | None = None) -> float:
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < 1e7:
         raise DeviceError(f"{source} {timeout_s!r}: give seconds, greater than 0 and below 1e7")
     return float(timeout_s)
+
+
+def no_device_path(paths: tuple[str, ...]) -> bool:
+    """True only where no device can exist: on Linux, when none of ``paths`` (the device nodes, driver
+    folders and helpers through which a vendor's runtime reaches a GPU) exists. Elsewhere, or when
+    any exists, False: "maybe", and the device process probes. Costs a few ``stat`` calls where a
+    device process costs an interpreter start and tilesim's imports (about 1 s)."""
+    return sys.platform.startswith("linux") and not any(os.path.exists(p) for p in paths)
 
 
 def function_ref(fn: Callable[..., Any], role: str) -> str:
