@@ -462,7 +462,7 @@ def bench_cold(repeat: int) -> list[dict[str, Any]]:
             pkg = Path(d, "install")
             _install(pkg, bytecode)
             env = {k: v for k, v in os.environ.items()
-                   if k not in ("NUMBA_CACHE_DIR", "TILESIM_NO_CACHE", "PYTHONPYCACHEPREFIX", "TILESIM_JIT_AFTER")}
+                   if k not in ("NUMBA_CACHE_DIR", "TILESIM_NO_CACHE", "PYTHONPYCACHEPREFIX")}
             env.update(PYTHONPATH=str(pkg), TILESIM_CACHE=str(Path(d, "cache")), PYTHONDONTWRITEBYTECODE="1")
             cmd = [sys.executable, "-m", "tilesim", *_COLD_ARGS]
             cold_wall, cold_cpu = _child(cmd, pkg, env)
