@@ -183,3 +183,63 @@ def test_a_second_op_list_fails_the_check(name: str, tmp_path: Path) -> None:
     rel, old, new, consumer = OP_SECOND_COPIES[name]
     ok, seen = op_report(tmp_path, {rel: (old, new)})[consumer]
     assert not ok, f"{name}: {consumer} still handles the new op: {seen}"
+
+
+# --- op kinds: the table's kinds are the simulator's and the generator's methods, no more, no fewer ----
+def dispatch_gaps(kinds: object, *handlers: type) -> list[str]:
+    """What differs between the op table's kinds and each handler's ``op_<kind>`` methods (the
+    simulator and the generator dispatch on ``"op_" + op.kind``): a kind nobody runs, or a method for
+    a kind the table does not have (a second list of kinds)."""
+    out = []
+    for h in handlers:
+        methods = {m[3:] for m in dir(h) if m.startswith("op_") and callable(getattr(h, m))}
+        out += [f"{h.__module__}.{h.__name__} has no op_{k}" for k in sorted(set(kinds) - methods)]
+        out += [f"{h.__module__}.{h.__name__}.op_{k}: {k!r} is no op kind of tilesim/ir/ops.py"
+                for k in sorted(methods - set(kinds))]
+    return out
+
+
+def _handlers() -> tuple[type, ...]:
+    from tilesim.codegen.hip import _Gen
+    from tilesim.wave.sim import _Sim
+
+    return _Sim, _Gen
+
+
+def test_every_op_kind_is_simulated_and_emitted() -> None:
+    """``check`` answers "simulate yes; emit yes" for every kind the table admits: true only while
+    both dispatchers have a method for exactly the table's kinds."""
+    from tilesim.ir.ops import KINDS
+
+    assert not dispatch_gaps(KINDS, *_handlers())
+
+
+def test_a_kind_row_without_methods_or_a_method_without_a_row_is_found() -> None:
+    from tilesim.ir.ops import KINDS
+
+    sim, gen = _handlers()
+    gaps = dispatch_gaps({**KINDS, "twirl": None}, sim, gen)
+    assert gaps == [f"{sim.__module__}.{sim.__name__} has no op_twirl", f"{gen.__module__}.{gen.__name__} has no op_twirl"]
+    gaps = dispatch_gaps({k: v for k, v in KINDS.items() if k != "zeros"}, sim)
+    assert gaps == [f"{sim.__module__}.{sim.__name__}.op_zeros: 'zeros' is no op kind of tilesim/ir/ops.py"]
+
+
+def test_a_kind_the_simulator_lacks_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: were a kind ever without its method, simulate names it instead of an AttributeError."""
+    import numpy as np
+
+    import tilesim as ts
+    from tilesim.errors import TilesimError
+    from tilesim.matrix import lookup
+    from tilesim.wave.sim import _Sim
+
+    lay = lookup("v_wmma_f32_16x16x16_f16", "gfx1201").layout("C")
+
+    @ts.kernel
+    def one(X: ts.Tensor["f32", "M", "N"], Y: ts.Tensor["f32", "M", "N"]):
+        ts.store(Y[0:, 0:], ts.exp(ts.load(X[0:, 0:], lay)))
+
+    prog = one.specialize(target="gfx1201", M=16, N=16)
+    monkeypatch.delattr(_Sim, "op_elementwise")
+    with pytest.raises(TilesimError, match="op kind 'elementwise' is not simulated; simulated kinds: .*load"):
+        ts.simulate(prog, X=np.ones((16, 16), np.float32))

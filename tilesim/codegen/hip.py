@@ -183,8 +183,8 @@ class _Gen(MemoryOps, ComputeOps):
         for op in b.ops:
             fn = getattr(self, "op_" + op.kind, None)
             if fn is None:
-                raise CodegenError(f"op {op.kind!r} is not emitted by the code generator yet "
-                                   "(the simulator runs it; codegen support is planned)")
+                raise CodegenError(f"op kind {op.kind!r} is not emitted by the code generator; emitted kinds: "
+                                   f"{', '.join(sorted(k[3:] for k in dir(self) if k.startswith('op_')))}")
             fn(op, depth)
 
     def op_const(self, op: Op, d: int) -> None:

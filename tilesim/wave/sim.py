@@ -183,7 +183,11 @@ class _Sim:
         for op in block.ops:
             self.current = op
             self.rep.ops[op.kind] += 1
-            getattr(self, "op_" + op.kind)(op)
+            fn = getattr(self, "op_" + op.kind, None)
+            if fn is None:  # the op table has a kind this simulator has no method for: refuse it by name
+                raise VerifyError(f"op kind {op.kind!r} is not simulated; simulated kinds: "
+                                  f"{', '.join(sorted(k[3:] for k in dir(self) if k.startswith('op_')))}")
+            fn(op)
 
     def op_const(self, op: Op) -> None:
         self.scal[op.out.id] = np.full(self.G, int(op.attr("value")), np.int64)
