@@ -262,7 +262,7 @@ class _Judge:
                 if failing == "SIM_MISMATCH":
                     kw.update(blame=self.blame, pattern=self.pattern, mismatch_counts=self.counts)
                 return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
-            if self.ref is None and status in ("COMPILE_ONLY", "SIMULATED_ONLY"):
+            if self.ref is None and EXIT_STATUS[status] == 0:  # a device agreeing with the simulator: intent unjudged
                 reason += f"; {NOT_JUDGED}"
         return Verdict(status, self.prog, reason, **common, **kw)
 

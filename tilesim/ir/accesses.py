@@ -13,6 +13,11 @@ fragment layout follow, as arrays:
   accesses outside their buffer (an error: the simulator refuses, the device corrupts memory);
 * **LDS races** — two waves of a workgroup touching the same LDS byte, at least one writing, with no
   barrier between (a loop touching LDS runs trip by trip here, so its order is kept);
+* **uninitialised LDS** — a read of LDS bytes no ``lds_store`` of the workgroup wrote before it (the
+  device returns whatever the LDS held; the simulator's zeros are no answer);
+* **global read/write races** — an element of an output tensor loaded by one (workgroup, wave) and
+  stored by another with nothing ordering them (another workgroup, or a wave of the same workgroup
+  with no barrier between): the value read depends on which runs first;
 * **structure** — values used before their definition, after the branch that defined them or after
   a loop that runs no trip; loop bounds that differ between waves; divisions by zero; ``tile_id``
   axes outside the grid.
@@ -31,6 +36,7 @@ import numpy as np
 from tilesim.errors import VerifyError
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.lds_tr import op_plan, tr_addresses
+from tilesim.ir.orders import Load, read_back_races
 from tilesim.ir.ops import BINOPS
 
 __all__ = ["analyse", "Note", "BUDGET"]
@@ -64,6 +70,8 @@ class _Store:
     value: Value
     transpose: bool
     masked: bool  # some entries of flat are -1
+    epoch: int = 0  # barriers passed before it (orders it against the other waves of its workgroup)
+
 
 
 def _records(v: Value, transpose: bool, broadcast: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -97,6 +105,7 @@ class _Static:
         self.defined: set[int] = set()
         self.notes: list[Note] = []
         self.stores: list[_Store] = []
+        self.out_loads: list[Load] = []
         self.oob: dict[tuple[str, str], list[Any]] = {}  # (tensor, load/store) -> [count, first message]
         self.index = 0
         self.op_index: dict[int, int] = {id(op): i for i, op in enumerate(prog.walk())}
@@ -106,6 +115,7 @@ class _Static:
         self.lds_top = 0
         self.races = races and self.W > 1
         self.epoch = 0
+        self.written: np.ndarray | None = np.zeros((self.nwg, 0), bool)  # LDS bytes stored so far (None: too large)
         self.race_count = 0
 
     # ------------------------------------------------------------------ helpers
@@ -202,6 +212,8 @@ class _Static:
         if not rr.size:  # a fragment holding no element accesses nothing
             return
         r0s, c0s = self.scalar(r0, op), self.scalar(c0, op)
+        if not store and self.p.tensor(name).output:  # read back from an output: ordered against its stores?
+            self._output_load(op, name, rr, cc, r0s, c0s, lead, active)
         # bounds from the extents, on the scalars' own (broadcastable) shapes: O(trips + waves) for a GEMM's loads
         if not store and bool(((r0s + rr.min() >= 0) & (r0s + rr.max() < rows)).all()) \
                 and bool(((c0s + cc.min() >= 0) & (c0s + cc.max() < cols)).all()):
@@ -218,7 +230,7 @@ class _Static:
             if store:
                 self.stores.append(_Store(self.op_index.get(id(op), -1), name, (r_act * cols + c_act)[:, None]
                                           + (rr * cols + cc)[None, :], g, np.stack([r_act, c_act], 1), v,
-                                          bool(op.attr("transpose")), False))
+                                          bool(op.attr("transpose")), False, self.epoch))
             return
         R, C = r_act[:, None] + rr, c_act[:, None] + cc
         ok = (R >= 0) & (R < rows) & (C >= 0) & (C < cols)
@@ -233,12 +245,31 @@ class _Static:
         if store:
             flat = np.where(ok, R * cols + C, -1)
             self.stores.append(_Store(self.op_index.get(id(op), -1), name, flat, g,
-                                      np.stack([r_act, c_act], 1), v, bool(op.attr("transpose")), True))
+                                      np.stack([r_act, c_act], 1), v, bool(op.attr("transpose")), True, self.epoch))
+
+    def _output_load(self, op: Op, name: str, rr: np.ndarray, cc: np.ndarray, r0s: np.ndarray, c0s: np.ndarray,
+                     lead: tuple[int, ...], active: np.ndarray) -> None:
+        rows, cols = self.p.tensor(name).shape
+        row0, col0 = self.full(r0s, lead), self.full(c0s, lead)
+        act = np.broadcast_to(active, row0.shape)
+        if int(act.sum()) * rr.size > BUDGET:
+            raise _Skip(f"{int(act.sum()) * rr.size} element loads of output {name} at {self.where(op)}")
+        g = np.broadcast_to(np.arange(self.G), row0.shape)[act]
+        R, C = row0[act][:, None] + rr, col0[act][:, None] + cc
+        ok = (R >= 0) & (R < rows) & (C >= 0) & (C < cols)
+        self.out_loads.append(Load(self.op_index.get(id(op), -1), name, np.where(ok, R * cols + C, -1), g, self.epoch))
 
     # ------------------------------------------------------------------ LDS
     def op_lds_alloc(self, op: Op, lead, active, scope) -> None:
         self.lds_at[op.out.id] = self.lds_top
         self.lds_top += -(-op.out.lds.bytes // 16) * 16
+        if self.written is not None:
+            if self.nwg * self.lds_top > BUDGET:
+                self.written = None
+                self.note("warning", "program", f"reads of unwritten LDS not checked: {self.nwg} workgroups x "
+                          f"{self.lds_top} bytes is over the analysis budget")
+            else:
+                self.written = np.pad(self.written, ((0, 0), (0, self.lds_top - self.written.shape[1])))
         if self.races:
             if self.nwg * self.lds_top * (self.W + 1) > BUDGET:
                 self.races = False
@@ -295,12 +326,34 @@ class _Static:
                       f"cols {int(col0[bad].min() + cc.min())}..{int(col0[bad].max() + cc.max())} "
                       f"(workgroup {int(self.wg_of[g])}, wave {int(self.wave_of[g])})", simulate=True)
             return
-        if not self.races or buf.id not in self.lds_at:
+        if buf.id not in self.lds_at or (not self.races and self.written is None):
             return
         if lead:  # ordering across trips matters: loops touching LDS run trip by trip (see _loop)
             raise _Skip("LDS accessed in a loop evaluated all at once")
-        self._race(op, buf, lay.offset(row0[:, None] + rr, col0[:, None] + cc) + self.lds_at[buf.id],
-                   lay.elem_bytes, active, write)
+        addr = lay.offset(row0[:, None] + rr, col0[:, None] + cc) + self.lds_at[buf.id]
+        if self.written is not None:
+            self._initialised(op, buf, addr, lay.elem_bytes, active, write)
+        if self.races:
+            self._race(op, buf, addr, lay.elem_bytes, active, write)
+
+    def _initialised(self, op: Op, buf: Value, addr: np.ndarray, eb: int, active: np.ndarray, write: bool) -> None:
+        """Mark the bytes a store writes; a read of a byte no store of its workgroup wrote is an error
+        (the device returns stale LDS, from an earlier kernel or another buffer's reuse)."""
+        assert self.written is not None
+        byte = (addr[:, :, None] + np.arange(eb)).reshape(self.G, -1)
+        act = np.broadcast_to(np.broadcast_to(active, (self.G,))[:, None], byte.shape)
+        wg = np.broadcast_to(self.wg_of[:, None], byte.shape)[act]
+        b = byte[act]
+        if write:
+            self.written[wg, b] = True
+            return
+        unset = ~self.written[wg, b]
+        if unset.any():
+            i = int(np.flatnonzero(unset)[0])
+            wave = np.broadcast_to(self.wave_of[:, None], byte.shape)[act][i]
+            self.note("error", self.where(op), f"reads LDS {buf.short()} at byte {int(b[i]) - self.lds_at[buf.id]} "
+                      f"(workgroup {int(wg[i])}, wave {int(wave)}), which no lds_store wrote before it "
+                      f"({int(unset.sum())} byte reads of unwritten LDS): the device returns whatever the LDS held")
 
     def _race(self, op: Op, buf: Value, addr: np.ndarray, eb: int, active: np.ndarray, write: bool) -> None:
         byte = (addr[:, :, None] + np.arange(eb)).reshape(self.G, -1)
@@ -363,8 +416,8 @@ class _Static:
             self._defined_in(body)
             return
         body_ops = [o for o in _walk(body)]
-        sequential = any(i.kind == "scalar" for i, _ in carried) or (
-            self.races and any(o.kind in ("lds_store", "lds_load", "barrier") for o in body_ops))
+        sequential = any(i.kind == "scalar" for i, _ in carried) or any(
+            o.kind in ("lds_store", "lds_load", "lds_load_tr", "barrier") for o in body_ops)
         if sequential:
             if trips * max(1, len(body_ops)) > _SEQ_TRIPS:
                 raise _Skip(f"a loop of {trips} trips with loop-carried scalars or LDS accesses")
@@ -521,4 +574,6 @@ def analyse(prog: Program) -> tuple[list[Note], int]:
         st.note("warning", "program", f"{n} element {kind.split()[0]}s outside {name} (masked: loads read 0, stores "
                 f"are dropped), e.g. {first}")
     _coverage(st, prog)
+    for where, message in read_back_races(prog, st.out_loads, st.stores, st.wg_of, st.wave_of):
+        st.note("error", where, message)
     return st.notes, st.race_count

@@ -14,7 +14,10 @@
   layouts with several elements in one register slot, ``convert``
   between tiles of different shapes, fragments for another wave size, values used out of scope;
 * memory (:mod:`tilesim.ir.accesses`): every output element written exactly once, accesses out of
-  bounds, LDS races (a missing barrier).
+  bounds, LDS races (a missing barrier), LDS reads of bytes no store wrote, loads of an output
+  element another unordered (workgroup, wave) stores (:mod:`tilesim.ir.orders`);
+* a program with no output, and shuffles that give the copies of a replicated element (RDNA3 A/B
+  lanes i and i+16) different elements.
 
 ``check`` OK means ``simulate`` runs the program without error and the result is what the device
 computes; ``simulate`` itself refuses the :func:`structure` errors.
@@ -94,9 +97,12 @@ def _k_perm(decl: Layout, hw: Layout, k_dim: str) -> dict[int, int] | None:
     grid = {n: np.arange(s) for n, s in decl.in_dims}
     lane, slot = np.meshgrid(grid["lane"], grid["slot"], indexing="ij")
     d, h = decl.apply(lane=lane, slot=slot), hw.apply(lane=lane, slot=slot)
-    other = "col" if k_dim == "row" else "row"
     held = d[k_dim] >= 0
-    if not np.array_equal(d[other][held], h[other][held]) or not np.array_equal(held, h[k_dim] >= 0):
+    if not np.array_equal(held, h[k_dim] >= 0):
+        return None
+    # every other coordinate must agree — the other matrix axis and, for multi-block MFMA, the block
+    # (A and B with the same blocks rotated are not equivalent: block b's product lands in C's block b)
+    if any(not np.array_equal(d[o][held], h[o][held]) for o in decl.out_names if o != k_dim):
         return None
     pairs = {}
     for a, b in zip(d[k_dim][held].tolist(), h[k_dim][held].tolist()):
@@ -122,6 +128,11 @@ def check(prog: Program) -> CheckReport:
             _check_elementwise(rep, op, where)
         if op.kind in ("load", "store"):
             _check_global_type(rep, op, prog, where)
+        if op.kind == "shuffle":
+            _check_shuffle(rep, op, where)
+    if not any(t.output for t in prog.tensors):
+        rep.findings.append(Finding("error", "program", "no op stores to a tensor: the program has no output, so "
+                                                        "nothing it computes can be observed or checked"))
     if not any(f.severity == "error" for f in rep.findings):  # the analysis needs well-formed IR
         notes, _ = analyse(prog)
         rep.findings += [Finding(n.severity, n.where, n.message) for n in notes]
@@ -280,6 +291,35 @@ def _check_global_type(rep: CheckReport, op: Op, prog: Program, where: str) -> N
                                                     f"{td.name} value is read as the {fd.name} with the same bits "
                                                     "(e.g. -1 as 255, or the other fp8 flavour); load it as "
                                                     f"{td.name} and ts.cast it"))
+
+
+def _check_shuffle(rep: CheckReport, op: Op, where: str) -> None:
+    """A shuffle keeps its input's declared layout, so copies of a replicated element (RDNA3 A/B in
+    lanes i and i+16) must receive copies of one element, or they disagree: an mma may read either
+    copy, a store writes both."""
+    x, src = op.args[0], op.attr("src_lane")
+    if not isinstance(x, Value) or x.layout is None or not x.layout.is_function() or not isinstance(src, tuple):
+        return
+    lay = x.layout
+    hw, lg = lay.pairs()
+    names = list(lay.in_names)
+    li, si = names.index("lane"), names.index("slot")
+    held = {(int(h[li]), int(h[si])): tuple(int(v) for v in g) for h, g in zip(hw, lg)}
+    copies: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    for (lane, slot), e in held.items():
+        copies.setdefault(e, []).append((lane, slot))
+    for e, where_held in copies.items():
+        if len(where_held) < 2:
+            continue
+        got = {held.get((src[lane], slot)) if 0 <= lane < len(src) else None for lane, slot in where_held}
+        if len(got) > 1:
+            lanes = sorted(lane for lane, _ in where_held)
+            srcs = [src[lane] for lane in lanes]
+            rep.findings.append(Finding("error", where, f"shuffle of %{x.id}: the copies of element "
+                                        f"{dict(zip(lay.out_names, e))} in lanes {lanes} receive lanes {srcs}, which "
+                                        "hold different elements: the replicas disagree (an mma may read either copy, "
+                                        "a store writes both); move replicas together (e.g. lane i and i+16 alike)"))
+            return
 
 
 def _check_elementwise(rep: CheckReport, op: Op, where: str) -> None:

@@ -1,0 +1,95 @@
+"""Verdicts that exit 0 say what was not judged, and what the simulator sees at run time fails closed.
+
+* A device (or the emulator) that agrees with the simulator proves the model right, not the program:
+  without a reference, MATCH says the result was not judged (0.7.0 said so only for COMPILE_ONLY and
+  SIMULATED_ONLY). The program here sums only K-steps 1..K-1 (numpy: not A @ B), a wrong program
+  that no layout contradicts.
+* Disagreeing replicas the simulator observes make the verdict CHECK_FAILED even where `check` has
+  nothing to say (here: check is told nothing, through a monkeypatched check that passes all).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tilesim as ts
+from tests import _fake_runners as fake
+from tilesim.diff import run
+from tilesim.diff import judge as judge_mod
+
+NV = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+
+
+@ts.kernel
+def skip_first(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
+               mma=NV, start=16):
+    op = ts.mma_op(mma)
+    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f32")
+    for k in ts.range(start, A.shape[1], op.k):
+        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+    ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+
+def _arrays():
+    rng = np.random.default_rng(3)
+    return {"A": rng.standard_normal((32, 32)).astype(np.float16), "B": rng.standard_normal((32, 32)).astype(np.float16)}
+
+
+def test_match_without_reference_says_not_judged():
+    p, arrays = skip_first.specialize(target="sm_90", M=32, N=32, K=32), _arrays()
+    want = arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)
+    assert not np.allclose(ts.simulate(p, **arrays)["C"], want, rtol=1e-3)  # wrong by numpy
+    v = run(p, runner=fake.device_like_simulator, **arrays)
+    assert v.status == "MATCH" and "not judged: no float64 reference" in v.reason
+    w = run(p, runner=fake.device_like_simulator, reference={"C": want}, **arrays)
+    assert w.status == "MISMATCH" and not w.ok  # the device agrees with the simulator, both differ from numpy
+
+
+def test_replicas_the_simulator_sees_disagree_fail_closed(monkeypatch):
+    """gfx1100 WMMA reads A from lanes 0-15 with a copy in 16-31: a shuffle that rotates only the copies.
+    With check silenced, the run-time replication report alone must fail the verdict."""
+    @ts.kernel
+    def split(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
+        op = ts.mma_op("v_wmma_f32_16x16x16_f16")
+        a = ts.shuffle(ts.load(A[0:, 0:], op.layout("A")), [i if i < 16 else 16 + (i - 15) % 16 for i in range(32)])
+        acc = ts.mma(op, a, ts.load(B[0:, 0:], op.layout("B")), ts.zeros(op.layout("C"), "f32"))
+        ts.store(C[0:, 0:], acc)
+
+    p = split.specialize(target="gfx1100", M=16, N=16, K=16)
+    rng = np.random.default_rng(0)
+    arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 16)).astype(np.float16)}
+    monkeypatch.setattr("tilesim.diff.verdict._check_errors", lambda prog: [])
+    v = run(p, device="none", **arrays)
+    assert v.status == "CHECK_FAILED" and "copies differ" in v.reason, v
+    res = ts.simulate(p, verify=False, **arrays)
+    j = judge_mod.judge_simulation(p, res, None, arrays, errors=[])
+    assert j.status == "CHECK_FAILED" and not j.ok
+
+
+def test_outputs_left_unwritten_fail_even_past_the_analysis_budget(monkeypatch):
+    """A grid one tile row short leaves C[16:32] unwritten (numpy's A @ B is not 0 there). With the
+    static analysis over its budget, check only warns that it did not analyse; the simulation's
+    write counts still fail the verdict."""
+    import tilesim.ir.accesses as acc
+
+    @ts.kernel
+    def short(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
+        op = ts.mma_op(NV)
+        ts.grid(A.shape[0] // op.m - 1, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc_ = ts.zeros(op.layout("C"), "f32")
+        for k in ts.range(0, A.shape[1], op.k):
+            acc_ = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")),
+                          acc_)
+        ts.store(C[tm * op.m:, tn * op.n:], acc_)
+
+    p, arrays = short.specialize(target="sm_90", M=32, N=32, K=32), _arrays()
+    assert np.abs(arrays["A"].astype(np.float64)[16:] @ arrays["B"].astype(np.float64)).max() > 0
+    assert not ts.check(p).ok  # within the budget, check names the unwritten rows
+    monkeypatch.setattr(acc, "BUDGET", 4)
+    rep = ts.check(p)
+    assert rep.ok and any("not analysed" in f.message for f in rep.findings)
+    v = run(p, device="none", **arrays)
+    assert v.status == "CHECK_FAILED" and "512 of 1024 elements of output C were never written" in v.reason, v
