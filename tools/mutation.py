@@ -65,6 +65,7 @@ from tilesim.errors import TilesimError
 from tilesim.ir.core import Program, Value
 from tilesim.layouts import Layout
 from tilesim.matrix import lookup
+from tilesim.targets import feature_targets, has
 from tools._catalog_mutants import run_catalog_mutants, self_consistency_demo  # noqa: E402
 from tools._layout_mutants import (  # noqa: E402
     replace_layouts,
@@ -116,6 +117,9 @@ class Mutant:
         return f"{self.example}/{self.program.target}#{self.index}/{self.operand}/{self.operator}"
 
 
+_WMMA_SIBLINGS = {"wmma_gfx11": "wmma_gfx12", "wmma_gfx12": "wmma_gfx11"}  # target features (tilesim.targets)
+
+
 def _operand_mutations(prog: Program, fam: dict[str, Any]) -> list[tuple[str, Layout]]:
     """(operator, mutated layout) for one declared layout family."""
     root: Value = fam["root"]
@@ -130,10 +134,13 @@ def _operand_mutations(prog: Program, fam: dict[str, Any]) -> list[tuple[str, La
     out = [("lane_swap", _lane_swap(lay, 5, 6)), ("vgpr_off_by_one", _vgpr_off_by_one(lay, 9))]
     if lay.elem_bits < 32:
         out.append(("slot_swap", _slot_swap(lay, 3)))
-    if role in ("A", "B") and prog.target == "gfx1100" and lanes == 32:
+    if role in ("A", "B") and lanes == 32 and not hwl.is_injective():  # RDNA3: lanes 16-31 repeat 0-15
         out.append(("replication_drop", _drop_upper_lanes(lay)))
-    if role == "C" and prog.target in ("gfx1100", "gfx1201"):
-        other = "gfx1201" if prog.target == "gfx1100" else "gfx1100"
+    # RDNA3 and RDNA4 WMMA place C differently: plant the other generation's C (a target of the table
+    # with the other feature, so a new target of either family is planted too)
+    mine = next((f for f in _WMMA_SIBLINGS if has(prog.target, f)), None)
+    if role == "C" and mine is not None:
+        other = feature_targets(_WMMA_SIBLINGS[mine])[0]
         try:
             alt = lookup(instr, other).layout("C", wave_size=prog.wave_size)
             out.append(("formula_swap", alt.with_elem_bits(lay.elem_bits)))

@@ -416,7 +416,7 @@ def mma_cases(c: Campaign, quick: bool) -> None:
                              + ([] if quick else [("gfx1201", "v_wmma_f32_16x16x16_fp8_fp8", "fp8_ocp")])):
         row = lookup(mn, target)
         nreg = row.registers_for()
-        lanes = 32 if target.startswith("gfx12") else 64
+        lanes = row.wave_sizes[0]  # the wave registers_for() above counts for
         for a_byte, b_byte in ((0x80, 0x40), (0x40, 0x40)):
             fill = lambda byte, op: np.full((lanes, nreg[op]), byte * 0x01010101, np.uint32)  # noqa: E731
             d = execute_registers(row, fill(a_byte, "A"), fill(b_byte, "B"), np.zeros((lanes, nreg["C"]), np.uint32))

@@ -72,6 +72,14 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _emulated_targets() -> str:
+    """The emulator's families, from the emulator itself (a new family there needs no edit here)."""
+    from tilesim.isa.launch import SUPPORTED_FAMILIES
+
+    return (f"an AMD target of a family the emulator models ({', '.join(f.upper() for f in SUPPORTED_FAMILIES)}; "
+            "`tilesim targets` lists each family's targets), e.g. gfx1201")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="tilesim",
@@ -240,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                             + ("`tilesim audit` is `tilesim emulate --audit`. " if audit else "")
                             + "Not run on AMD hardware: see docs/emulator.md.")
         eu.add_argument("file", help="HIP source (device code, compiled with -nogpuinc)")
-        eu.add_argument("--target", required=True, help="gfx1100, gfx1201, gfx942 or gfx950")
+        eu.add_argument("--target", required=True, help=_emulated_targets())
         eu.add_argument("--kernel", required=True, help="the kernel's (extern \"C\") name")
         eu.add_argument("--grid", default="1", help="workgroups, e.g. 4,4 (default 1)")
         eu.add_argument("--block", default="64", help="work-items per workgroup, e.g. 256 or 16,16 (default 64)")
