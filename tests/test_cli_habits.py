@@ -26,6 +26,18 @@ def test_version_flag_prints_the_project_version(capsys):
     assert capsys.readouterr().out.strip() == f"tilesim {PYPROJECT['project']['version']}"
 
 
+def test_the_version_is_looked_up_only_for_version(monkeypatch, capsys):
+    # importlib.metadata costs ~50 ms of every command's start; and a package copied without an install
+    # or pyproject.toml failed every command (a traceback from building the parser) before this
+    from tilesim.cli import parser
+
+    def broken() -> str:
+        raise AssertionError("version looked up")
+
+    monkeypatch.setattr(parser, "_version", broken)
+    assert main(["targets"]) == 0 and "gfx1201" in capsys.readouterr().out
+
+
 def test_python_dash_m_tilesim_is_the_command():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run([sys.executable, "-m", "tilesim", "explain", "v_wmma_f32_16x16x16_f16", "--arch", "navi48"],

@@ -54,7 +54,11 @@ def _version() -> str:
     except PackageNotFoundError:  # a source tree on sys.path without an install
         import re
         from pathlib import Path
-        found = re.search(r'^version = "([^"]+)"', (Path(__file__).parents[2] / "pyproject.toml").read_text(), re.M)
+        try:
+            text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+        except OSError:  # a copied package with neither an install nor the project file
+            return "unknown"
+        found = re.search(r'^version = "([^"]+)"', text, re.M)
         return found.group(1) if found else "unknown"
 
 
