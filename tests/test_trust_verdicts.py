@@ -93,3 +93,37 @@ def test_outputs_left_unwritten_fail_even_past_the_analysis_budget(monkeypatch):
     assert rep.ok and any("not analysed" in f.message for f in rep.findings)
     v = run(p, device="none", **arrays)
     assert v.status == "CHECK_FAILED" and "512 of 1024 elements of output C were never written" in v.reason, v
+
+
+def test_programs_whose_result_is_undefined_are_never_equivalent():
+    """Two copies of the replica-splitting program simulate to the same numbers, but the device may
+    read either copy: equal simulations prove nothing, as for LDS races."""
+    from tilesim.testing import assert_equivalent
+    from tests.test_trust_check import _prog
+
+    p = _prog("shuffle_one_replica", "gfx1100")
+    ev = ts.equivalent(p, p, random_runs=1, max_lines=1)
+    assert not ev.equal and "undefined" in str(ev) and "copies differ" in str(ev)
+    import pytest
+    with pytest.raises(AssertionError, match="undefined"):
+        assert_equivalent(p, p, random_runs=1, max_lines=1)
+    right = _prog("shuffle_both_replicas", "gfx1100")
+    assert ts.equivalent(right, right, random_runs=1, max_lines=1).equal
+
+
+def test_a_program_that_skips_elements_whose_value_is_zero_is_not_equivalent():
+    """Both programs store zeros to Y (16x16); the second only to its left half. The simulator's
+    unwritten right half is 0 as well, so 0.7.0 called them equivalent; on a device that half is
+    whatever the buffer held (numpy's answer, zeros everywhere, is not what it computes)."""
+    lay = ts.lookup(NV, "sm_90").layout("C")  # a 16x8 tile
+
+    @ts.kernel
+    def zero(X: ts.Tensor["f32", "M", "N"], Y: ts.Tensor["f32", "M", "N"], *, halves=2):
+        x = ts.load(X[0:, 0:], lay)
+        for h in range(halves):
+            ts.store(Y[0:, 8 * h:], x - x)
+
+    both, left = (zero.specialize(target="sm_90", M=16, N=16, halves=h) for h in (2, 1))
+    ev = ts.equivalent(both, left, random_runs=1, max_lines=2)
+    assert not ev.equal and "written by only one of the programs" in str(ev)
+    assert ts.equivalent(both, both, random_runs=1, max_lines=2).equal

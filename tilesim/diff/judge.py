@@ -30,37 +30,13 @@ from tilesim.diff.reference import ReferenceCheck, check_reference
 from tilesim.ir.core import Program
 from tilesim.ir.verify import check_errors
 from tilesim.wave.sim import SimResult
+from tilesim.wave.undefined import undefined as simulation_errors
 
 __all__ = ["SIMULATE_STATUS", "SimJudgement", "check_errors", "judge_simulation", "simulation_errors"]
 
 SIMULATE_STATUS: dict[str, int] = {"REFERENCE_OK": 0, "NOT_JUDGED": 0, "REFERENCE_MISMATCH": 1, "CHECK_FAILED": 1}
 
 NOT_JUDGED = "the simulation was not judged: no float64 reference was given"
-
-
-def simulation_errors(res: SimResult) -> list[str]:
-    """What the simulator saw at run time that leaves the device's result undefined: LDS races,
-    replicated operand copies that differ (the hardware may read either), and output elements no
-    store wrote (the device leaves whatever the buffer held). ``check`` finds these statically where
-    it can (within its analysis budget); a program that reaches the simulator with one still fails."""
-    rep = res.report
-    out = []
-    for t in res.program.tensors:
-        if not t.output:
-            continue
-        try:
-            unwritten = int((res.write_counts[t.name] == 0).sum())
-        except KeyError:  # no store ran
-            unwritten = int(np.prod(t.shape))
-        if unwritten:
-            out.append(f"simulation: {unwritten} of {int(np.prod(t.shape))} elements of output {t.name} were never "
-                       "written")
-    out += [f"simulation: {rep.race_count} racing LDS access(es) (no barrier between waves): {x}"
-            for x in rep.races[:1]] if rep.race_count else []
-    if rep.replication_count:
-        first = rep.replication[0] if rep.replication else "?"
-        out.append(f"simulation: {rep.replication_count} replicated operand element(s) whose copies differ: {first}")
-    return out
 
 
 @dataclass

@@ -7,7 +7,9 @@ integers): a one-hot along K for each operand on its own, so a K permutation tha
 and sum exact, so outputs are compared exactly.
 
 A program whose run reports an LDS race is never equivalent to anything: the simulator resolves a
-race in one fixed order, the device in any order, so equal simulated outputs prove nothing.
+race in one fixed order, the device in any order, so equal simulated outputs prove nothing. The
+same holds for replicas that disagree (:func:`tilesim.wave.undefined.undefined`). Output elements
+must be written by both programs or by neither.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tilesim.errors import TilesimError
 from tilesim.ir.core import Program
 from tilesim.matrix.dtypes import dtype
 from tilesim.wave.sim import simulate
+from tilesim.wave.undefined import undefined, unwritten
 
 __all__ = ["equivalent", "Equivalence"]
 
@@ -91,7 +94,20 @@ def equivalent(p1: Program, p2: Program, *, random_runs: int = 3, max_lines: int
                 out.differences.append(f"{label}: the {which} program races in LDS ({r.report.race_count} racing "
                                        f"accesses, e.g. {r.report.races[0]})")
                 out.equal = False
+            others = undefined(r, races=False, unwritten_outputs=False)
+            if others:
+                out.differences.append(f"{label}: the {which} program's result is undefined: {others[0]}")
+                out.equal = False
         for name in o1:
+            # an element one program leaves unwritten holds whatever the buffer held: the simulator's 0
+            # equals a written 0 only by accident (one-hot probes are mostly zeros)
+            gap = unwritten(r1, name) != unwritten(r2, name)
+            if gap.any():
+                i, j = (int(x) for x in np.argwhere(gap)[0])
+                out.equal = False
+                out.differences.append(f"{label}: {name}[{i}][{j}] is written by only one of the programs "
+                                       f"({int(gap.sum())} elements)")
+                continue
             a, b = np.asarray(o1[name], np.float64), np.asarray(o2[name], np.float64)
             bad = ~((a == b) | (np.isnan(a) & np.isnan(b)))
             if bad.any():
