@@ -470,6 +470,12 @@ def bench_cold(repeat: int) -> list[dict[str, Any]]:
             if bytecode:
                 imp = [_child([sys.executable, "-c", "import tilesim"], pkg, env) for _ in range(3)]
                 base = [_child([sys.executable, "-c", "import numpy"], pkg, env) for _ in range(3)]
+                # a machine with hip-python installed but no AMD GPU: tests/fakes/hip stands in for the
+                # module (not allowed: TILESIM_ALLOW_FAKE_HIP unset, as outside tilesim's tests)
+                shutil.copytree(ROOT / "tests" / "fakes" / "hip", Path(d, "fakes", "hip"))
+                hip_env = {**env, "PYTHONPATH": os.pathsep.join([str(pkg), str(Path(d, "fakes"))])}
+                hip_env.pop("TILESIM_ALLOW_FAKE_HIP", None)
+                hip = [_child(cmd, pkg, hip_env) for _ in range(max(1, repeat))]
         how = "fresh install (bytecode compiled)" if bytecode else "source copy without bytecode"
         what = f"tilesim {' '.join(_COLD_ARGS)}, {how}"
         sfx = "" if bytecode else "-nobytecode"
@@ -482,6 +488,10 @@ def bench_cold(repeat: int) -> list[dict[str, Any]]:
             rows.append(_figure("cold/import", "import tilesim, fresh process, fresh install (wall)",
                                 [w for w, _ in imp], "s", "import numpy (wall)", [w for w, _ in base], load_start=l0,
                                 cpu_seconds=min(c for _, c in imp), baseline_cpu_seconds=min(c for _, c in base)))
+            rows.append(_figure("cold/run-hip-no-gpu", f"{what}, caches filled, a `hip` module importable but no "
+                                "AMD GPU (wall)", [w for w, _ in hip], "s", "the same without `hip` (wall)",
+                                [w for w, _ in warm], load_start=l0, cpu_seconds=[c for _, c in hip],
+                                baseline_cpu_seconds=[c for _, c in warm]))
     return rows
 
 
