@@ -60,7 +60,7 @@ def test_waves_fails_without_a_builtin_or_with_a_foreign_wave() -> None:
     assert set(TARGET_OBLIGATIONS) == {"instructions", "family", "features", "waves"}
 
 
-_GFX1153 = '    _rdna("gfx1153", "rdna3", "wmma", _RDNA3, vgprs=1024, marketing="RDNA3.5 APU"),\n'
+_GFX1153 = '    _rdna("gfx1153", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1024, marketing="RDNA3.5 APU"),\n'
 _REPORT = """
 import json
 from tilesim.matrix.catalog import instructions

@@ -30,9 +30,6 @@ from tilesim.targets import MATRIX_CORE_PATHS, TARGETS, Target, families, family
 
 __all__ = ["TARGET_OBLIGATIONS", "matrix_targets", "prove_target", "prove_targets"]
 
-_KIND_FEATURE = {"mfma": "mfma", "smfmac": "smfmac", "wmma": "wmma", "swmmac": "swmmac", "mma_sync": "mma_sync"}
-
-
 def matrix_targets(table: dict[str, Target] | None = None) -> list[Target]:
     """Every target whose matrix path has catalog instructions."""
     return [t for t in (TARGETS if table is None else table).values() if t.matrix_path in MATRIX_CORE_PATHS]
@@ -66,7 +63,7 @@ def family(t: Target, have: Sequence[MatrixInstruction]) -> list[str]:
 def features(t: Target, have: Sequence[MatrixInstruction]) -> list[str]:
     out = []
     for r in have:
-        need = {_KIND_FEATURE[r.kind]}
+        need = {r.kind}  # an instruction kind is the name of the feature that runs it (INSTRUCTION_KINDS)
         flavours = {ty.split("_")[1] for ty in r.types if ty.startswith(("fp8_", "bf8_"))}
         if r.kind == "mma_sync" and flavours:
             need.add("mma_sync_fp8")

@@ -243,3 +243,65 @@ def test_a_kind_the_simulator_lacks_is_refused_by_name(monkeypatch: pytest.Monke
     monkeypatch.delattr(_Sim, "op_elementwise")
     with pytest.raises(TilesimError, match="op kind 'elementwise' is not simulated; simulated kinds: .*load"):
         ts.simulate(prog, X=np.ones((16, 16), np.float32))
+
+
+# --- static: no second list of targets, no name-prefix test, one list of instruction kinds ------------
+# A tour shows targets it chose, it decides nothing from them.
+_SHOWS_TARGETS = {"tilesim/demo.py"}
+
+
+def target_lists(root: Path) -> list[str]:
+    """Literal collections naming two or more targets, and ``startswith``/``endswith`` tests against a
+    prefix of a target name, in the modules under ``root`` (``tilesim/targets.py`` itself excepted)."""
+    import ast
+
+    from tilesim.targets import TARGETS
+
+    names = set(TARGETS)
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root.parent).as_posix()
+        if rel in ("tilesim/targets.py", *_SHOWS_TARGETS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                elts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
+                found = {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)} & names
+                if len(found) >= 2:
+                    out.append(f"{rel}:{node.lineno}: a list of targets {sorted(found)}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                    "startswith", "endswith"):
+                for c in ast.walk(node):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str) and len(c.value) >= 3 and any(
+                            t.startswith(c.value) for t in names):
+                        out.append(f"{rel}:{node.lineno}: tests a target name's prefix {c.value!r}")
+    return out
+
+
+def test_no_module_keeps_a_list_of_targets_or_tests_a_name_prefix() -> None:
+    """Code asks the table (``has``, ``family_targets``, a row's field), never a name."""
+    found = target_lists(ROOT / "tilesim")
+    assert not found, "derive these from tilesim/targets.py:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_a_target_list_and_a_prefix_test(tmp_path: Path) -> None:
+    (tmp_path / "tilesim").mkdir()
+    (tmp_path / "tilesim" / "targets.py").write_text('ROWS = ("gfx942", "gfx950")\n')  # the table itself
+    (tmp_path / "tilesim" / "x.py").write_text('WAVE64 = {"gfx942": 64, "gfx950": 64}\n'
+                                               'def f(t):\n    return t.startswith(("gfx9", "x"))\n')
+    found = target_lists(tmp_path / "tilesim")
+    assert [f.split(":")[0:2] for f in found] == [["tilesim/x.py", "1"], ["tilesim/x.py", "3"]], found
+
+
+def test_instruction_kinds_are_one_list_and_each_is_a_target_feature() -> None:
+    from dataclasses import replace
+
+    from tilesim.matrix.catalog import rows
+    from tilesim.matrix.instruction import INSTRUCTION_KINDS
+    from tilesim.targets import FEATURES
+    from tilesim.testing._catalog import KINDS
+
+    assert set(INSTRUCTION_KINDS) <= FEATURES and KINDS is INSTRUCTION_KINDS
+    assert {r.kind for r in rows()} == set(INSTRUCTION_KINDS)  # every kind has rows; rows have no other kind
+    with pytest.raises(ValueError, match="instruction kind 'wgmma'"):
+        replace(rows()[0], kind="wgmma")

@@ -113,8 +113,6 @@ class Target:
 # RDNA wave32 allocation buckets: a wave asking for n VGPRs is charged the smallest bucket
 # >= n. These breakpoints reproduce AMD's published occupancy table for RDNA3/RDNA4.
 _RDNA_BUCKETS = (64, 84, 96, 112, 128, 168, 204, 256)
-# The ISA generation of each RDNA family (LLVM GCNProcessors.td: FeatureGFX10/11/12 sets).
-_RDNA_ISA = {"rdna1": "gfx10", "rdna2": "gfx10", "rdna3": "gfx11", "rdna4": "gfx12", "gfx1250": "gfx12"}
 
 
 def _amd(
@@ -166,7 +164,8 @@ def _cdna(name: str, family: str, feats: set[str], **kw: object) -> Target:
 
 
 def _rdna(name: str, family: str, path: str, feats: set[str], vgprs: int, **kw: object) -> Target:
-    # RDNA: wave32 by default, wave64 selectable (gfx1250: wave32 only).
+    # RDNA: wave32 by default, wave64 selectable (gfx1250: wave32 only). Each row names its ISA
+    # generation (isa=, LLVM GCNProcessors.td's FeatureGFX10/11/12 sets): RDNA families span three.
     kw.setdefault("waves", (32, 64))
     return _amd(
         name,
@@ -178,7 +177,6 @@ def _rdna(name: str, family: str, path: str, feats: set[str], vgprs: int, **kw: 
         path=path,
         feats=feats,
         buckets=_RDNA_BUCKETS,
-        isa=_RDNA_ISA[family],
         **kw,  # type: ignore[arg-type]
     )
 
@@ -228,27 +226,27 @@ _ROWS: list[Target] = [
           fp8="fnuz", marketing="Instinct MI300X/MI300A/MI325X"),
     _cdna("gfx950", "cdna4", _CDNA4, vgprs=512, max_waves=8, lds=163840, banks=64, max_vgprs=512,
           fp8="ocp", marketing="Instinct MI350X/MI355X"),
-    _rdna("gfx1010", "rdna1", "none", set(), vgprs=1024, marketing="Radeon RX 5700"),
-    _rdna("gfx1011", "rdna1", "dot2", _RDNA2_DOT, vgprs=1024, marketing="Radeon Pro V520"),
-    _rdna("gfx1012", "rdna1", "dot2", _RDNA2_DOT, vgprs=1024, marketing="Radeon RX 5500"),
+    _rdna("gfx1010", "rdna1", "none", set(), isa="gfx10", vgprs=1024, marketing="Radeon RX 5700"),
+    _rdna("gfx1011", "rdna1", "dot2", _RDNA2_DOT, isa="gfx10", vgprs=1024, marketing="Radeon Pro V520"),
+    _rdna("gfx1012", "rdna1", "dot2", _RDNA2_DOT, isa="gfx10", vgprs=1024, marketing="Radeon RX 5500"),
     *(
-        _rdna(f"gfx103{i}", "rdna2", "dp4a", _RDNA2_DOT, vgprs=1024, marketing=m)
+        _rdna(f"gfx103{i}", "rdna2", "dp4a", _RDNA2_DOT, isa="gfx10", vgprs=1024, marketing=m)
         for i, m in enumerate(
             ["Radeon RX 6800/6900", "Radeon RX 6700", "Radeon RX 6600", "Van Gogh APU",
              "Radeon RX 6500", "Rembrandt APU", "Raphael APU"]
         )
     ),
-    _rdna("gfx1100", "rdna3", "wmma", _RDNA3, vgprs=1536, marketing="Radeon RX 7900"),
-    _rdna("gfx1101", "rdna3", "wmma", _RDNA3, vgprs=1536, marketing="Radeon RX 7800/7700"),
-    _rdna("gfx1102", "rdna3", "wmma", _RDNA3, vgprs=1024, marketing="Radeon RX 7600"),
-    _rdna("gfx1103", "rdna3", "wmma", _RDNA3, vgprs=1024, marketing="Phoenix APU"),
-    _rdna("gfx1150", "rdna3", "wmma", _RDNA3, vgprs=1024, marketing="Strix Point APU (RDNA3.5)"),
-    _rdna("gfx1151", "rdna3", "wmma", _RDNA3, vgprs=1536, marketing="Strix Halo APU (RDNA3.5)"),
-    _rdna("gfx1152", "rdna3", "wmma", _RDNA3, vgprs=1024, marketing="Krackan APU (RDNA3.5)"),
-    _rdna("gfx1153", "rdna3", "wmma", _RDNA3, vgprs=1024, marketing="RDNA3.5 APU"),
-    _rdna("gfx1200", "rdna4", "wmma_gfx12", _RDNA4, vgprs=1536, fp8="ocp", marketing="Radeon RX 9060"),
-    _rdna("gfx1201", "rdna4", "wmma_gfx12", _RDNA4, vgprs=1536, fp8="ocp", marketing="Radeon RX 9070"),
-    _rdna("gfx1250", "gfx1250", "wmma_gfx12", _GFX1250, vgprs=1536, fp8="ocp", waves=(32,),
+    _rdna("gfx1100", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1536, marketing="Radeon RX 7900"),
+    _rdna("gfx1101", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1536, marketing="Radeon RX 7800/7700"),
+    _rdna("gfx1102", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1024, marketing="Radeon RX 7600"),
+    _rdna("gfx1103", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1024, marketing="Phoenix APU"),
+    _rdna("gfx1150", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1024, marketing="Strix Point APU (RDNA3.5)"),
+    _rdna("gfx1151", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1536, marketing="Strix Halo APU (RDNA3.5)"),
+    _rdna("gfx1152", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1024, marketing="Krackan APU (RDNA3.5)"),
+    _rdna("gfx1153", "rdna3", "wmma", _RDNA3, isa="gfx11", vgprs=1024, marketing="RDNA3.5 APU"),
+    _rdna("gfx1200", "rdna4", "wmma_gfx12", _RDNA4, isa="gfx12", vgprs=1536, fp8="ocp", marketing="Radeon RX 9060"),
+    _rdna("gfx1201", "rdna4", "wmma_gfx12", _RDNA4, isa="gfx12", vgprs=1536, fp8="ocp", marketing="Radeon RX 9070"),
+    _rdna("gfx1250", "gfx1250", "wmma_gfx12", _GFX1250, isa="gfx12", vgprs=1536, fp8="ocp", waves=(32,),
           max_vgprs=1024, marketing="Instinct MI400-class (gfx1250)"),
     _nvidia("sm_80", "sm80", max_warps_sm=64, smem=166912, fp8=False, marketing="A100"),
     _nvidia("sm_86", "sm86", max_warps_sm=48, smem=101376, fp8=False, marketing="RTX 30xx, A40"),

@@ -19,9 +19,12 @@ from tilesim.matrix.dtypes import DType, dtype
 from tilesim.matrix.geometry import BLGP_SOURCE, AccGeometry, FormatGeometry, InputGeometry, acc_layout, input_layout
 from tilesim.matrix.scale import SCALE_OPERANDS, ScaleGeometry
 
-__all__ = ["MatrixInstruction", "Modifier", "Builtin", "Immediate", "OPERANDS", "LAYOUT_MODIFIERS"]
+__all__ = ["MatrixInstruction", "Modifier", "Builtin", "Immediate", "OPERANDS", "LAYOUT_MODIFIERS", "INSTRUCTION_KINDS"]
 
 OPERANDS = ("A", "B", "C", "D", "K", *SCALE_OPERANDS)
+# The kinds of matrix instruction; each is also the name of the target feature (tilesim.targets.FEATURES)
+# of the targets that run it, so `has(target, row.kind)` says whether a target can run a row's kind.
+INSTRUCTION_KINDS = ("mfma", "smfmac", "wmma", "swmmac", "mma_sync")
 
 Geometry = InputGeometry | AccGeometry | FormatGeometry | ScaleGeometry
 # An operand's recipe: a geometry with the element bits (AMD), or a function that builds the layout
@@ -137,7 +140,7 @@ class MatrixInstruction:
     """
 
     mnemonic: str
-    kind: str  # mfma | smfmac | wmma | swmmac | mma_sync
+    kind: str  # one of INSTRUCTION_KINDS
     family: str  # cdna1 … cdna4, rdna3, rdna4, gfx1250, sm80 …
     targets: tuple[str, ...]
     m: int
@@ -155,6 +158,10 @@ class MatrixInstruction:
     aliases: tuple[str, ...] = ()
     sparse: bool = False
     notes: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in INSTRUCTION_KINDS:
+            raise ValueError(f"{self.mnemonic}: instruction kind {self.kind!r}; valid: {INSTRUCTION_KINDS}")
 
     # ------------------------------------------------------------------ descriptive
     def __str__(self) -> str:

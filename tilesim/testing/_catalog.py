@@ -18,12 +18,12 @@ from tilesim.errors import InstructionError, ModifierError, TargetError, choices
 from tilesim.targets import TARGETS, Target, get_target, has
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import rows
-from tilesim.matrix.instruction import LAYOUT_MODIFIERS, OPERANDS, MatrixInstruction
+from tilesim.matrix.instruction import INSTRUCTION_KINDS, LAYOUT_MODIFIERS, OPERANDS, MatrixInstruction
 
 __all__ = ["InstructionOnTarget", "OperandLayout", "instruction_targets", "instructions", "operand_layouts", "targets"]
 
-VENDORS = ("amd", "nvidia")
-KINDS = ("mfma", "smfmac", "wmma", "swmmac", "mma_sync")
+VENDORS = tuple(dict.fromkeys(t.vendor for t in TARGETS.values()))  # from the target table
+KINDS = INSTRUCTION_KINDS
 
 
 class InstructionOnTarget(NamedTuple):
