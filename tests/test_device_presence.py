@@ -73,6 +73,14 @@ def _nodes(tmp_path: Path, present: bool, name: str) -> tuple[str, ...]:
     return (str(node),)
 
 
+def _fake_cupy(monkeypatch, tmp_path: Path) -> None:
+    """A `cupy` first on the path whose runtime fails as CuPy's does without a driver (or reports
+    TEST_FAKE_CUPY_DEVICES devices)."""
+    (tmp_path / "fake_cupy" / "cupy").mkdir(parents=True)
+    (tmp_path / "fake_cupy" / "cupy" / "__init__.py").write_text(FAKE_CUPY)
+    monkeypatch.syspath_prepend(str(tmp_path / "fake_cupy"))
+
+
 def _hip(kind: str, monkeypatch, tmp_path: Path) -> None:
     """Put one kind of `hip` on the path: none, the declared fake (allowed or refused, with or without
     a device), or an undeclared module that claims a device."""
@@ -120,9 +128,7 @@ def test_the_parents_no_is_the_cuda_probes_no(clean, monkeypatch, tmp_path, kind
     if kind == "none":
         monkeypatch.setattr(sys, "path", [p for p in sys.path if "fake_cupy" not in p])
     else:
-        (tmp_path / "fake_cupy" / "cupy").mkdir(parents=True)
-        (tmp_path / "fake_cupy" / "cupy" / "__init__.py").write_text(FAKE_CUPY)
-        monkeypatch.syspath_prepend(str(tmp_path / "fake_cupy"))
+        _fake_cupy(monkeypatch, tmp_path)
         if kind == "no-device":
             monkeypatch.setenv("TEST_FAKE_CUPY_DEVICES", "0")
     if kind == "none" and importlib.util.find_spec("cupy") is not None:
@@ -165,9 +171,7 @@ def test_run_starts_no_device_process_without_a_kfd_node(clean, monkeypatch, tmp
 def test_run_starts_no_device_process_without_nvidia_nodes(clean, monkeypatch, tmp_path):
     monkeypatch.setattr(nvidia, "CUDA_DEVICE_PATHS", _nodes(tmp_path, False, "nvidiactl"))
     monkeypatch.setattr(verdict, "guarded_call", _no_child)
-    (tmp_path / "fake_cupy" / "cupy").mkdir(parents=True)
-    (tmp_path / "fake_cupy" / "cupy" / "__init__.py").write_text(FAKE_CUPY)
-    monkeypatch.syspath_prepend(str(tmp_path / "fake_cupy"))
+    _fake_cupy(monkeypatch, tmp_path)
     p = gemm.specialize(target="sm_90", M=16, N=16, K=16, mma=MMA_SYNC)
     v = verdict.run(p, **inputs(p))
     assert v.status == "SIMULATED_ONLY" and v.exit_status == 0, str(v)
@@ -177,9 +181,7 @@ def test_run_starts_no_device_process_without_nvidia_nodes(clean, monkeypatch, t
 def test_with_a_node_the_device_process_probes_and_says_why(clean, monkeypatch, tmp_path):
     # the node exists but CuPy's runtime finds no driver: the child probes (once) and its reason comes back
     monkeypatch.setattr(nvidia, "CUDA_DEVICE_PATHS", _nodes(tmp_path, True, "nvidiactl"))
-    (tmp_path / "fake_cupy" / "cupy").mkdir(parents=True)
-    (tmp_path / "fake_cupy" / "cupy" / "__init__.py").write_text(FAKE_CUPY)
-    monkeypatch.syspath_prepend(str(tmp_path / "fake_cupy"))
+    _fake_cupy(monkeypatch, tmp_path)
     p = gemm.specialize(target="sm_90", M=16, N=16, K=16, mma=MMA_SYNC)
     v = verdict.run(p, **inputs(p))
     assert v.status == "SIMULATED_ONLY", str(v)
