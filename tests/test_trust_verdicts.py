@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import tilesim as ts
 from tests import _fake_runners as fake
@@ -127,3 +128,46 @@ def test_a_program_that_skips_elements_whose_value_is_zero_is_not_equivalent():
     ev = ts.equivalent(both, left, random_runs=1, max_lines=2)
     assert not ev.equal and "written by only one of the programs" in str(ev)
     assert ts.equivalent(both, both, random_runs=1, max_lines=2).equal
+
+
+@pytest.mark.compiler
+def test_a_missing_wait_is_never_an_emulated_match(monkeypatch):
+    """The emulator's loads land at once, so code with a deleted s_waitcnt gives the right numbers there
+    (tests/test_isa_planted.py) and a wrong answer on hardware. The emulation's hazard report, here
+    taken from a real emulation of the compiled GEMM with one hazard added, must fail the verdict."""
+    import dataclasses
+
+    from examples import gemm
+    from tilesim.diff import verdict as vd
+
+    p = gemm.gemm.specialize(target="gfx1201", M=32, N=32, K=32, mma="v_wmma_f32_16x16x16_f16")
+    arrays = gemm.inputs(p)
+    ref = {"C": arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)}
+    assert run(p, device="emulator", reference=ref, **arrays).status == "EMULATED_MATCH"
+    real = vd.emulate_program
+    monkeypatch.setattr(vd, "emulate_program", lambda prog, a: dataclasses.replace(
+        real(prog, a), hazards=("line 40: v4 read while the global_load that writes it may be in flight",)))
+    v = run(p, device="emulator", reference=ref, **arrays)
+    assert v.status == "EMULATED_MISMATCH" and not v.ok and "s_waitcnt" in v.reason
+
+
+@pytest.mark.compiler
+def test_emulate_exits_1_on_a_hazard(monkeypatch, tmp_path, capsys):
+    import dataclasses
+
+    from tilesim.cli import main
+    from tilesim.isa import hipfile
+
+    from tests.test_isa_hip import AXPY
+
+    src = tmp_path / "k.hip"
+    src.write_text(AXPY)
+    cmd = ["emulate", str(src), "--target", "gfx1201", "--kernel", "axpy", "--block", "64", "--arg", "x=f32[64]",
+           "--arg", "y=f32[64]", "--arg", "a=f32:2.0", "--arg", "n=i32:64"]
+    assert main(cmd) == 0
+    real = hipfile.emulate_hip
+    monkeypatch.setattr(hipfile, "emulate_hip", lambda *a, **k: (lambda r: (dataclasses.replace(
+        r[0], hazards=("line 9: v1 used while its load may be in flight",)), r[1]))(real(*a, **k)))
+    capsys.readouterr()
+    assert main(cmd) == 1
+    assert "hazard: line 9" in capsys.readouterr().out

@@ -32,6 +32,8 @@ exit statuses of run, simulate and check (2: a usage or input error, for every c
             1  at least one error
   emit      1  check reports an error (the source is still written; the errors on stderr); compile too
   port      1  refused (a source program that check rejects is refused)
+  emulate   1  an LDS race or a missing s_waitcnt (a register used while its load may be in flight)
+  audit     1  a layout finding
 """
 
 
@@ -246,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
         audit = cmd == "audit"
         eu = sub.add_parser(cmd, help="layout audit of one compiled HIP kernel: which element each matrix-instruction "
                             "operand slot holds and where D is stored, by emulating it (exit 1 on findings)" if audit else
-                            "compile a HIP file and run one kernel in tilesim's AMDGPU ISA emulator",
+                            "compile a HIP file and run one kernel in tilesim's AMDGPU ISA emulator (exit 1 on an LDS "
+                            "race or a register used while its load may be in flight)",
                             description="Arguments in the kernel's parameter order: NAME=DTYPE[D0,D1] (random), "
                             "NAME=zeros:DTYPE[...], NAME=FILE.npy, NAME=DTYPE:VALUE (by-value scalar). "
                             + ("`tilesim audit` is `tilesim emulate --audit`. " if audit else "")

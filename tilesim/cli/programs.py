@@ -331,18 +331,21 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
         os.makedirs(args.out, exist_ok=True)
         for name, arr in res.buffers.items():
             np.save(os.path.join(args.out, f"{name}.npy"), arr)
+    bad = 1 if res.races or res.hazards else 0  # a race or a missing s_waitcnt: the hardware may differ
     doc = {"target": res.target, "kernel": res.kernel, "wave_instructions": res.instructions,
-           "seconds": round(res.seconds, 3), "races": [str(r) for r in res.races], "notes": list(res.notes),
+           "seconds": round(res.seconds, 3), "races": [str(r) for r in res.races], "hazards": list(res.hazards),
+           "notes": list(res.notes),
            "buffers": {n: {"dtype": str(a.dtype), "shape": list(a.shape), "changed": not np.array_equal(
                a, inputs[n], equal_nan=a.dtype.kind == "f") if n in inputs else True} for n, a in res.buffers.items()}}
     if args.format == "json":
-        return json.dumps(doc, indent=1), 1 if res.races else 0
+        return json.dumps(doc, indent=1), bad
     lines = [f"{res.kernel} on {res.target} (emulated, not run on AMD hardware): {res.instructions} wave-instructions "
              f"in {res.seconds:.2f} s"]
     lines += [f"  {n}: {d['dtype']}{d['shape']}{' written' if d['changed'] else ''}" for n, d in doc["buffers"].items()]
-    lines += [f"  race: {r}" for r in doc["races"]] + [f"  note: {x}" for x in res.notes]
+    lines += [f"  race: {r}" for r in doc["races"]] + [f"  hazard: {h}" for h in res.hazards]
+    lines += [f"  note: {x}" for x in res.notes]
     if args.out:
         lines.append(f"  buffers saved to {args.out}/NAME.npy")
-    return "\n".join(lines), 1 if res.races else 0
+    return "\n".join(lines), bad
 
 

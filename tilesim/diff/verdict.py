@@ -383,6 +383,11 @@ def _emulate(prog: Program, judge: _Judge, reference: dict[str, Any] | None, arr
         return judge.settle("EMULATED_MISMATCH", f"{len(em.races)} LDS race(s) in the compiled code: {races[0]}",
                             blame=races, device=dev, device_name=desc, compile_metadata=md, isa_excerpt=isa,
                             device_vs_sim=v.device_vs_sim)
+    if em.hazards and v.status == "EMULATED_MATCH":  # the emulator's loads land at once; the hardware's do not
+        return judge.settle("EMULATED_MISMATCH", f"{len(em.hazards)} register(s) used while their load may be in "
+                            f"flight (a missing s_waitcnt) in the compiled code: {em.hazards[0]}",
+                            blame=list(em.hazards[:3]), device=dev, device_name=desc, compile_metadata=md,
+                            isa_excerpt=isa, device_vs_sim=v.device_vs_sim)
     return v
 
 
