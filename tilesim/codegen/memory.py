@@ -4,7 +4,7 @@ expressions), LDS allocation, loads, stores and barriers."""
 from __future__ import annotations
 
 from tilesim.codegen.common import _UINT
-from tilesim.codegen.element_ops import broadcast_exprs, emit_global_typed, emit_lds, zero_bits
+from tilesim.codegen.element_ops import broadcast_exprs, emit_global_typed, emit_lds, slot_get, slot_put, zero_bits
 from tilesim.codegen.lds_tr import emit_lds_load_tr
 from tilesim.codegen.ldmatrix import LdmatrixPlan, ldmatrix_plan
 from tilesim.codegen.wide import VECTOR_TYPES, group_width
@@ -50,11 +50,10 @@ class MemoryOps:
         # register and bit position of slot s: constant after unrolling
         if bits == 64:
             self.emit(d + 2, f"if ({ok}) {{")
-            if store:
-                self.emit(d + 3, f"{arg}[gr * {cols} + gc] = ((ts_u64){f}.r[2 * s + 1] << 32) | {f}.r[2 * s];")
+            if store:  # an element in two registers, low word first: slot_get/slot_put say how
+                self.emit(d + 3, f"{arg}[gr * {cols} + gc] = {slot_get(self, f, 64)};")
             else:
-                self.emit(d + 3, f"const ts_u64 x = {arg}[gr * {cols} + gc];")
-                self.emit(d + 3, f"{f}.r[2 * s] = (ts_u32)x; {f}.r[2 * s + 1] = (ts_u32)(x >> 32);")
+                self.emit(d + 3, slot_put(self, f, 64, f"{arg}[gr * {cols} + gc]"))
             self.emit(d + 2, "}" if store else f"}} else {{ {f}.r[2 * s] = 0u; {f}.r[2 * s + 1] = 0u; }}")
         else:
             per = 32 // bits
