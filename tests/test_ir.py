@@ -184,7 +184,7 @@ BAD_ATTRS = [
     ("mma", _attr("modifiers", {"tuple": [{"tuple": ["neg); s_trap", 1]}]}), "modifiers"),
     ("mma", _attr("instr", 'x"); asm("s_trap 2'), "catalog name"),
     ("loop", _drop("carried"), "carried"),
-    ("loop", _attr("carried", 3), "malformed program JSON"),
+    ("loop", _attr("carried", 3), "carried must be a JSON list"),
     ("tile_id", _attr("axis", 7), "axis"),
     ("tile_id", _attr("axis", "x"), "axis"),
     ("tile_id", _attr("axis", -1), "axis"),

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import LayoutError, TilesimError, choices
+from tilesim.files import strict_json
 from tilesim.frameworks.gluon import SPECS, DistributedLinearLayout
 from tilesim.frameworks.ttg_text import looks_like_ttg, parse_ttg
 from tilesim.frameworks.verdict import LayoutCheck, verdict
@@ -154,7 +155,7 @@ def _read_spec_file(path: Path) -> str:
 
 def _json(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        return strict_json(text, where, LayoutError)  # a key twice is refused, not the last kept
     except json.JSONDecodeError as e:
         raise LayoutError(f"{where} is not JSON: {e}") from None
     except RecursionError:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tilesim.errors import VerifyError, choices
+from tilesim.files import check_keys, strict_json
 from tilesim.ir.ops import INT_MAX, KINDS, OP_KINDS, OpError, check_attrs, valid_name
 from tilesim.layouts.layout import Layout
 from tilesim.layouts.render import from_json, to_json
@@ -101,9 +102,14 @@ class Value:
             raise OpError(f"value id {ascii(self.id)[:40]} must be an integer in 0..{INT_MAX}")
         if self.kind not in _VALUE_KINDS:
             raise OpError(f"value %{self.id}: kind {ascii(self.kind)[:40]}; value kinds: {choices(_VALUE_KINDS)}")
-        if not valid_name(self.name) or not (self.dtype is None or isinstance(self.dtype, str)):
-            raise OpError(f"value %{self.id}: name {ascii(self.name)[:60]} / dtype {ascii(self.dtype)[:40]}: names "
-                          "are text without lone surrogates, dtypes element type names")
+        if not valid_name(self.name):
+            raise OpError(f"value %{self.id}: name {ascii(self.name)[:60]}: names are text without lone surrogates")
+        if not (self.dtype is None or (isinstance(self.dtype, str) and self.dtype in DTYPES)):
+            raise OpError(f"value %{self.id}: dtype {ascii(self.dtype)[:40]}; element types: {choices(sorted(DTYPES))}")
+        if self.kind in ("scalar", "none") and (self.dtype, self.layout, self.lds) != (None, None, None):
+            raise OpError(f"value %{self.id}: a {self.kind} value has no element type, layout or LDS buffer; got "
+                          f"dtype {ascii(self.dtype)[:40]}, {'a' if self.layout is not None else 'no'} layout, "
+                          f"{'an' if self.lds is not None else 'no'} LDS buffer")
 
     def short(self) -> str:
         return f"%{self.id}" + (f"<{self.name}>" if self.name else "")
@@ -229,21 +235,48 @@ class Program:
 
     @staticmethod
     def from_json(text: str) -> Program:
+        """Read :meth:`to_json`'s document strictly: every object has exactly its known keys (an
+        unknown or repeated one is refused, never ignored), every field its JSON type (no text
+        read as a flag, no string split into dims), then the same validation as any program."""
         try:
-            d = json.loads(text)
+            d = strict_json(text, "program JSON", VerifyError)
             if not isinstance(d, dict):
                 raise VerifyError(f"not a tilesim program (a JSON {type(d).__name__})")
             if d.get("format") != "tilesim.program/1":
-                raise VerifyError(f"not a tilesim program (format {d.get('format')!r})"[:300])
+                raise VerifyError(f"not a tilesim program (format {ascii(d.get('format'))[:80]})")
+            check_keys(d, "program", _PROGRAM_KEYS, (), VerifyError)
             values: dict[int, Value] = {}
-            prog = Program(d["name"], d["target"], d["wave_size"], d["waves_per_workgroup"], tuple(d["grid"]),
-                           tuple(TensorParam(n, dt, tuple(dims), tuple(sh), bool(o)) for n, dt, dims, sh, o in d["tensors"]),
-                           tuple((k, v) for k, v in d["sizes"]), _block_from(d["body"], values))
+            prog = Program(d["name"], d["target"], d["wave_size"], d["waves_per_workgroup"],
+                           tuple(_list(d["grid"], "grid")),
+                           tuple(_tensor_from(t) for t in _list(d["tensors"], "tensors")),
+                           tuple(tuple(_list(p, "a sizes entry", 2)) for p in _list(d["sizes"], "sizes")),
+                           _block_from(d["body"], values))
             return prog
         except VerifyError:
             raise
         except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError) as e:
             raise VerifyError(f"malformed program JSON: {e!r}"[:300].replace("\n", " ")) from None
+
+
+_PROGRAM_KEYS = ("format", "name", "target", "wave_size", "waves_per_workgroup", "grid", "sizes", "tensors", "body")
+_OP_KEYS = ("kind", "out", "args", "attrs")
+_VALUE_KEYS = ("id", "kind"), ("dtype", "layout", "lds", "name")
+# what tilesim.layouts.render.to_json writes for a layout (locations: derived, checked when present)
+_LAYOUT_KEYS = ("format", "in_dims", "out_dims", "elem_bits", "pairs"), ("locations", "location_fields")
+
+
+def _list(x: Any, where: str, n: int | None = None) -> list[Any]:
+    if not isinstance(x, list) or (n is not None and len(x) != n):
+        raise VerifyError(f"{where} must be a JSON list{f' of {n} items' if n else ''}; got {ascii(x)[:80]}")
+    return x
+
+
+def _tensor_from(t: Any) -> TensorParam:
+    name, dtype, dims, shape, output = _list(t, "a tensors entry ([name, dtype, dims, shape, output])", 5)
+    if not isinstance(output, bool):
+        raise VerifyError(f"tensor {ascii(name)[:60]}: output must be true or false; got {ascii(output)[:40]}")
+    return TensorParam(name, dtype, tuple(_list(dims, f"tensor {ascii(name)[:60]} dims")),
+                       tuple(_list(shape, f"tensor {ascii(name)[:60]} shape")), output)
 
 
 def _fmt_arg(a: Any) -> str:
@@ -319,11 +352,23 @@ def _block_json(b: Block) -> list[Any]:
 def _value_from(d: Any, values: dict[int, Value]) -> Value | None:
     if d is None:
         return None
-    lay = from_json(json.dumps(d["layout"])) if "layout" in d else None
-    lds = LdsLayout(*d["lds"]) if "lds" in d else None
+    check_keys(d, f"value {ascii(d.get('id') if isinstance(d, dict) else d)[:40]}", *_VALUE_KEYS, VerifyError)
+    lay = _layout_from(d["layout"], d["id"]) if "layout" in d else None
+    lds = LdsLayout(*_list(d["lds"], f"value {ascii(d['id'])[:40]} lds", 7)) if "lds" in d else None
     v = Value(d["id"], d["kind"], d.get("dtype"), lay, lds, d.get("name", ""))
     values[v.id] = v
     return v
+
+
+def _layout_from(d: Any, where: Any) -> Layout:
+    check_keys(d, f"value {ascii(where)[:40]} layout", *_LAYOUT_KEYS, VerifyError)
+    lay = from_json(json.dumps(d))
+    if _LAYOUT_KEYS[1][0] in d or _LAYOUT_KEYS[1][1] in d:
+        canon = json.loads(to_json(lay))
+        for k in _LAYOUT_KEYS[1]:
+            if d.get(k) != canon.get(k):  # derived from the pairs: a reader must not see another table
+                raise VerifyError(f"value {ascii(where)[:40]} layout: {k} differ from what its pairs give")
+    return lay
 
 
 def _ref(i: Any, values: dict[int, Value]) -> Value:
@@ -333,26 +378,30 @@ def _ref(i: Any, values: dict[int, Value]) -> Value:
 
 
 def _arg_from(a: Any, values: dict[int, Value]) -> Any:
-    if isinstance(a, dict) and "ref" in a:
-        return _ref(a["ref"], values)
-    if isinstance(a, dict) and "tuple" in a:
-        return tuple(_arg_from(x, values) for x in a["tuple"])
+    if isinstance(a, dict):  # {"ref": id} or {"tuple": [...]}, nothing else
+        if "ref" in a:
+            return _ref(check_keys(a, "a value reference", ("ref",), (), VerifyError)["ref"], values)
+        items = check_keys(a, "an argument object", ("tuple",), (), VerifyError)["tuple"]
+        return tuple(_arg_from(x, values) for x in _list(items, "a tuple"))
     return a
 
 
-def _block_from(ops: list[Any], values: dict[int, Value]) -> Block:
+def _block_from(ops: Any, values: dict[int, Value]) -> Block:
     out = []
-    for o in ops:
+    for o in _list(ops, "a block"):
+        check_keys(o, f"op {ascii(o.get('kind') if isinstance(o, dict) else o)[:40]}", _OP_KEYS, (), VerifyError)
         out_v = _value_from(o["out"], values)
-        args = tuple(_arg_from(a, values) for a in o["args"])
+        args = tuple(_arg_from(a, values) for a in _list(o["args"], "args"))
         attrs = []
-        for k, v in o["attrs"].items():
+        for k, v in check_keys(o["attrs"], f"{ascii(o['kind'])[:40]} attrs", (), o["attrs"], VerifyError).items():
             if k == "body":
-                attrs.append((k, _block_from(v["block"], values)))
+                attrs.append((k, _block_from(check_keys(v, "a body", ("block",), (), VerifyError)["block"], values)))
             elif k == "carried":
-                attrs.append((k, tuple((_ref(i, values), _ref(n, values)) for i, n in v)))
+                attrs.append((k, tuple((_ref(i, values), _ref(n, values))
+                                       for i, n in (_list(p, "a carried pair", 2) for p in _list(v, "carried")))))
             elif k == "layout":
-                attrs.append((k, from_json(json.dumps(v["layout"]))))
+                attrs.append((k, _layout_from(check_keys(v, "a layout attribute", ("layout",), (), VerifyError)
+                                              ["layout"], o["kind"])))
             else:
                 attrs.append((k, _arg_from(v, values)))
         out.append(Op(o["kind"], out_v, args, tuple(attrs)))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import LayoutError, choices
+from tilesim.files import strict_json
 from tilesim.layouts.layout import Layout
 
 __all__ = ["FORMATS", "render", "render_matrix", "render_registers", "to_json", "from_json", "to_csv"]
@@ -165,7 +166,7 @@ def _int_table_json(a: np.ndarray) -> str:
 
 def from_json(text: str) -> Layout:
     try:
-        doc = json.loads(text)
+        doc = strict_json(text, "layout JSON", LayoutError)  # a key twice is refused, not the last kept
         if not isinstance(doc, dict) or doc.get("format") != "tilesim.layout/1":
             if not isinstance(doc, dict):
                 raise LayoutError(f"not a tilesim layout document (a JSON {type(doc).__name__})")
