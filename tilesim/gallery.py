@@ -16,7 +16,6 @@ copies, tooltips); the Chromium test compares the two tooltip by tooltip.
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -28,7 +27,7 @@ from pathlib import Path
 from tilesim.errors import OutputError
 from tilesim.files import refuse_link
 from tilesim.layouts.layout import Layout
-from tilesim.layouts.pictures import lane_colour
+from tilesim.layouts.pictures import lane_colour, xml_text
 from tilesim.matrix.catalog import rows
 from tilesim.matrix.explain import LOGICAL_NAMES, explain
 from tilesim.matrix.instruction import MatrixInstruction
@@ -162,14 +161,14 @@ def _selection_data(row: MatrixInstruction, wave: int) -> dict:
 def _page(title: str, body: str, data: list | None = None) -> str:
     pics = ("<script type='application/json' id='pics'>" + json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
             + "</script><script src='gallery.js'></script>") if data else ""
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{xml_text(title)}</title>"
             "<link rel='stylesheet' href='gallery.css'></head><body>"
             f"<div id='info'>hover a cell: lane, VGPR, bits, element</div>{body}{pics}</body></html>")
 
 
 def _instruction_page(row: MatrixInstruction) -> str:
-    parts = [f"<p><a href='index.html'>all families</a> / <a href='{row.family}.html'>{row.family}</a></p>",
-             f"<h1>{html.escape(row.mnemonic)}</h1>"]
+    parts = [f"<p><a href='index.html'>all families</a> / <a href='{xml_text(row.family)}.html'>{xml_text(row.family)}</a></p>",
+             f"<h1>{xml_text(row.mnemonic)}</h1>"]
     data: list[dict] = []
     seen: dict[str, int] = {}
 
@@ -178,12 +177,12 @@ def _instruction_page(row: MatrixInstruction) -> str:
         if key not in seen:  # the same layout twice on a page (C and D) is stored once
             seen[key] = len(data)
             data.append({"data": d, "colours": [lane_colour(x, lanes) for x in range(lanes)]})
-        return (f"<div class='pic' data-i='{seen[key]}' data-title='{html.escape(title, quote=True)}' "
-                f"data-names='{html.escape(json.dumps(names), quote=True)}'></div>")
+        return (f"<div class='pic' data-i='{seen[key]}' data-title='{xml_text(title)}' "
+                f"data-names='{xml_text(json.dumps(names))}'></div>")
 
     for wave in row.wave_sizes:
         parts.append(f"<h2>wave{wave}</h2>")
-        parts.append(f"<pre>{html.escape(str(explain(row, wave_size=wave)))}</pre>")  # summary first
+        parts.append(f"<pre>{xml_text(str(explain(row, wave_size=wave)))}</pre>")  # summary first
         for op in row.operands:
             lay = row.layout(op, wave_size=wave)
             lanes = dict(lay.in_dims)["lane"]
@@ -234,13 +233,13 @@ def build_gallery(outdir: str | Path, families: list[str] | None = None,
         index = ["<h1>tilesim layout gallery</h1><p>Which lane, VGPR and bits hold which matrix element, for every "
                  "instruction in the catalog. Colours are lanes; stripes are replicated copies.</p><ul>"]
         for fam, rs in by_family.items():
-            index.append(f"<li><a href='{fam}.html'>{fam}</a> ({len(rs)} instructions; targets "
+            index.append(f"<li><a href='{xml_text(fam)}.html'>{xml_text(fam)}</a> ({len(rs)} instructions; targets "
                          f"{', '.join(rs[0].targets)})</li>")
-            items = "".join(f"<li><a href='{page_name(r)}'>{html.escape(r.mnemonic)}</a> — {r.m}x{r.n}x{r.k}"
+            items = "".join(f"<li><a href='{page_name(r)}'>{xml_text(r.mnemonic)}</a> — {r.m}x{r.n}x{r.k}"
                             f"{f' x{r.blocks} blocks' if r.blocks > 1 else ''}, {r.types[0]} -> {r.types[3]}</li>"
                             for r in rs)
             (tmp / f"{fam}.html").write_text(_page(f"tilesim: {fam}", f"<p><a href='index.html'>all families</a></p>"
-                                                                     f"<h1>{fam}</h1><ul>{items}</ul>"))
+                                                                     f"<h1>{xml_text(fam)}</h1><ul>{items}</ul>"))
             for r in rs:
                 (tmp / page_name(r)).write_text(_instruction_page(r))
                 done += 1

@@ -11,13 +11,12 @@ register) or the offset, copies of a broadcast element as stripes, and a hover t
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from typing import Any
 
 from tilesim.errors import LayoutError
-from tilesim.layouts.pictures import lane_colour
+from tilesim.layouts.pictures import lane_colour, xml_text
 
 __all__ = ["owners", "svg"]
 
@@ -125,12 +124,12 @@ def svg(spec: Any, shape: Sequence[int], *, triton_version: str | None = None, t
                 fs = 7 if len(shown) == 1 else 6
                 for j, line in enumerate(lines[:4]):
                     body.append(f'<text x="{x + _CELL / 2:.1f}" y="{y + 10 + j * 8}" font-size="{fs}" '
-                                f'text-anchor="middle">{html.escape(line)}</text>')
+                                f'text-anchor="middle">{xml_text(line)}</text>')
                 tip = f"{where}: " + "; ".join(_label(names, s, blocks)[1] for s in slots)
                 if len(slots) > 1:
                     tip += f" ({len(slots)} copies)"
                 body.append(f'<rect x="{x}" y="{y}" width="{_CELL}" height="{_CELL}" fill-opacity="0" '
-                            f'stroke="none"><title>{html.escape(tip)}</title></rect>')
+                            f'stroke="none"><title>{xml_text(tip)}</title></rect>')
     height = top + panels * (rows_per_panel * _CELL + gap) + _PAD
     width = _PAD * 2 + cols * _CELL
     name = title or f"{type(spec).__name__} over {list(shape)}"
@@ -139,9 +138,9 @@ def svg(spec: Any, shape: Sequence[int], *, triton_version: str | None = None, t
     return "\n".join([
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{max(width, 420):.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {max(width, 420):.0f} {height:.0f}" font-family="sans-serif">',
-        f"<title>{html.escape(name)}</title>", '<rect width="100%" height="100%" fill="white"/>',
-        f'<text x="{_PAD}" y="18" font-size="13" font-weight="bold">{html.escape(name)}</text>',
-        f'<text x="{_PAD}" y="32" font-size="10">{html.escape(legend)}</text>', *body, "</svg>"])
+        f"<title>{xml_text(name)}</title>", '<rect width="100%" height="100%" fill="white"/>',
+        f'<text x="{_PAD}" y="18" font-size="13" font-weight="bold">{xml_text(name)}</text>',
+        f'<text x="{_PAD}" y="32" font-size="10">{xml_text(legend)}</text>', *body, "</svg>"])
 
 
 def _row_coords(shape: tuple[int, ...], panel: int, row: int) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import colorsys
 import html
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -19,7 +20,19 @@ import numpy as np
 from tilesim.errors import LayoutError, TilesimError
 from tilesim.layouts.layout import Layout
 
-__all__ = ["svg", "svg_compare", "svg_heatmap", "png", "lane_colour"]
+__all__ = ["svg", "svg_compare", "svg_heatmap", "png", "lane_colour", "xml_text"]
+
+# characters XML 1.0 allows (section 2.2): anything else (NUL, ESC, form feed, U+FFFE, a lone
+# surrogate) makes the whole document ill-formed or unwritable
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: object) -> str:
+    """``text`` as character data or an attribute value of SVG/HTML: ``& < > " '`` escaped, and each
+    character XML forbids shown as its Python escape (``\\x1b``), so any name stays text in a
+    well-formed document. Every picture and gallery page puts user-chosen text through this."""
+    s = _NOT_XML.sub(lambda m: ascii(m.group())[1:-1], str(text))
+    return html.escape(s, quote=True)
 
 _CELL = 46
 _PAD = 40
@@ -54,9 +67,9 @@ def _grid(lay: Layout, x0: int, y0: int, highlight: set[tuple[int, int]] | None 
     bits = lay.elem_bits or 32
     # axis names (i/k for A, k/j for B, i/j for C/D) so a reader knows which index runs where
     out = [f'<text x="{x0 + cols * _CELL / 2:.0f}" y="{y0 - 20}" font-size="11" text-anchor="middle" '
-           f'font-style="italic">{html.escape(names[1])} →</text>',
+           f'font-style="italic">{xml_text(names[1])} →</text>',
            f'<text x="{x0 - 24}" y="{y0 + rows * _CELL / 2:.0f}" font-size="11" text-anchor="middle" font-style="italic" '
-           f'transform="rotate(-90 {x0 - 24} {y0 + rows * _CELL / 2:.0f})">{html.escape(names[0])} →</text>']
+           f'transform="rotate(-90 {x0 - 24} {y0 + rows * _CELL / 2:.0f})">{xml_text(names[0])} →</text>']
     for c in range(cols):
         out.append(f'<text x="{x0 + c * _CELL + _CELL / 2}" y="{y0 - 6}" font-size="10" text-anchor="middle">{c}</text>')
     for r in range(rows):
@@ -82,22 +95,22 @@ def _grid(lay: Layout, x0: int, y0: int, highlight: set[tuple[int, int]] | None 
                            f'text-anchor="middle">{"" if len(copies) > 2 else "L"}{lane}</text>')
                 if len(regs) > 1:
                     out.append(f'<text x="{x + i * w + w / 2:.1f}" y="{y + 31}" font-size="{fs - 1}" '
-                               f'text-anchor="middle">{html.escape(reg)}</text>')
+                               f'text-anchor="middle">{xml_text(reg)}</text>')
             if len(regs) == 1:
                 out.append(f'<text x="{x + _CELL / 2:.1f}" y="{y + 33}" font-size="{8 if len(copies) == 1 else 7}" '
-                           f'text-anchor="middle">{html.escape(next(iter(regs)))}</text>')
+                           f'text-anchor="middle">{xml_text(next(iter(regs)))}</text>')
             tip = f"{names[0]}={r}, {names[1]}={c}: " + "; ".join(tips) + (" (replicated)" if len(copies) > 1 else "")
             stroke = ' stroke="#d00" stroke-width="3"' if highlight and (r, c) in highlight else ' stroke="none"'
             out.append(f'<rect class="cell" data-row="{r}" data-col="{c}" x="{x}" y="{y}" width="{_CELL}" '
-                       f'height="{_CELL}" fill-opacity="0"{stroke}><title>{html.escape(tip)}</title></rect>')
+                       f'height="{_CELL}" fill-opacity="0"{stroke}><title>{xml_text(tip)}</title></rect>')
     return out
 
 
 def _doc(width: float, height: float, body: list[str], title: str) -> str:
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
             f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="sans-serif">')
-    return "\n".join([head, f"<title>{html.escape(title)}</title>", '<rect width="100%" height="100%" fill="white"/>',
-                      f'<text x="{_PAD}" y="18" font-size="14" font-weight="bold">{html.escape(title)}</text>',
+    return "\n".join([head, f"<title>{xml_text(title)}</title>", '<rect width="100%" height="100%" fill="white"/>',
+                      f'<text x="{_PAD}" y="18" font-size="14" font-weight="bold">{xml_text(title)}</text>',
                       *body, "</svg>"])
 
 
@@ -125,8 +138,8 @@ def svg_compare(a: Layout, b: Layout, title_a: str = "declared", title_b: str = 
         raise LayoutError(f"cannot compare a {ra}x{ca} layout with a {rb}x{cb} one")
     diff = {k for k in set(cells_a) | set(cells_b) if sorted(cells_a.get(k, [])) != sorted(cells_b.get(k, []))}
     width = ca * _CELL
-    body = [f'<text x="{_PAD}" y="{_PAD + 4}" font-size="12">{html.escape(title_a)}</text>',
-            f'<text x="{_PAD * 2 + width}" y="{_PAD + 4}" font-size="12">{html.escape(title_b)}</text>',
+    body = [f'<text x="{_PAD}" y="{_PAD + 4}" font-size="12">{xml_text(title_a)}</text>',
+            f'<text x="{_PAD * 2 + width}" y="{_PAD + 4}" font-size="12">{xml_text(title_b)}</text>',
             *_grid(a, _PAD, _PAD + 34, diff, names), *_grid(b, _PAD * 2 + width, _PAD + 34, diff, names),
             f'<text x="{_PAD}" y="{_PAD * 2 + 40 + ra * _CELL}" font-size="12">{len(diff)} of {ra * ca} elements '
             f'differ (outlined)</text>']
@@ -166,7 +179,6 @@ def png(svg_text: str, path: str, dpi: int = 100) -> None:
         from matplotlib.patches import Rectangle
     except ImportError:
         raise TilesimError("PNG output needs matplotlib: pip install tilesim[plot] (SVG needs nothing)") from None
-    import re
 
     w, h = (float(x) for x in re.search(r'width="([\d.]+)" height="([\d.]+)"', svg_text).groups())
     fig = plt.figure(figsize=(w / dpi, h / dpi), dpi=dpi)
