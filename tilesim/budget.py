@@ -27,7 +27,8 @@ from typing import Any
 
 from tilesim.errors import BudgetError, InputError, choices
 
-__all__ = ["LIMITS", "limit", "limits", "check_program", "check_positions", "check_runs", "program_estimate"]
+__all__ = ["LIMITS", "limit", "limits", "check_program", "check_positions", "check_elements", "check_runs",
+           "program_estimate"]
 
 # name -> (default, what it counts). Powers of two, so messages and knobs read as 2**N.
 LIMITS: dict[str, tuple[int, str]] = {
@@ -153,6 +154,11 @@ def check_program(prog: Any) -> dict[str, int]:
 def check_positions(n: int, what: str) -> None:
     """Refuse a layout side of ``n`` positions over the ``positions`` budget."""
     _over("positions", n, what)
+
+
+def check_elements(n: int, what: str) -> None:
+    """Refuse buffers of ``n`` elements in all over the ``elements`` budget (before allocating them)."""
+    _over("elements", n, what)
 
 
 def check_runs(random_runs: Any, max_lines: Any) -> None:

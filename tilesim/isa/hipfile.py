@@ -12,11 +12,13 @@ DTYPE is one of f16, bf16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from tilesim.budget import check_elements
 from tilesim.errors import choices
 from tilesim.hw.offline import compile_hip
 from tilesim.isa.api import Emulation, emulate
@@ -65,10 +67,26 @@ def parse_arg(spec: str) -> ArgSpec:
         return ArgSpec(name, "buffer", m.group(2), shape, zeros=bool(m.group(1)))
     m = re.fullmatch(r"(\w+):(-?[\d.eE+-]+)", rhs)
     if m:
-        _dtype(m.group(1))
-        v = float(m.group(2)) if m.group(1).startswith(("f", "bf")) else int(m.group(2), 0)
-        return ArgSpec(name, "scalar", m.group(1), value=v)
+        return ArgSpec(name, "scalar", m.group(1), value=_scalar(spec, m.group(1), m.group(2)))
     raise IsaError(f"argument {spec!r}: expected NAME=DTYPE[shape], NAME=FILE.npy or NAME=DTYPE:VALUE")
+
+
+def _scalar(spec: str, dtype: str, text: str) -> float | int:
+    """A by-value scalar that its type holds exactly (an integer in range) or finitely (a float)."""
+    dt = _dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not re.fullmatch(r"-?\d+", text) or not info.min <= int(text) <= info.max:
+            raise IsaError(f"argument {spec!r}: a {dtype} value is an integer in {info.min}..{info.max}")
+        return int(text)
+    try:
+        v = float(text)
+    except ValueError:
+        raise IsaError(f"argument {spec!r}: {text!r} is not a number") from None
+    with np.errstate(over="ignore"):
+        if not np.isfinite(dt.type(v)):
+            raise IsaError(f"argument {spec!r}: {text} does not fit a finite {dtype}")
+    return v
 
 
 def _materialise(a: ArgSpec, rng: np.random.Generator) -> tuple[str, np.ndarray] | np.generic:
@@ -91,7 +109,10 @@ def _materialise(a: ArgSpec, rng: np.random.Generator) -> tuple[str, np.ndarray]
 def materialise(args: list[str | ArgSpec], seed: int = 0) -> list:
     """The argument values for :func:`tilesim.isa.emulate` from specs: ``(name, array)`` or a scalar."""
     rng = np.random.default_rng(seed)
-    return [_materialise(a if isinstance(a, ArgSpec) else parse_arg(a), rng) for a in args]
+    specs = [a if isinstance(a, ArgSpec) else parse_arg(a) for a in args]
+    check_elements(sum(math.prod(a.shape) for a in specs if a.kind == "buffer"),  # before allocating any
+                   "the emulated kernel's buffers (" + ", ".join(a.name for a in specs if a.kind == "buffer") + ")")
+    return [_materialise(a, rng) for a in specs]
 
 
 def emulate_hip(source: str, target: str, kernel: str, *, grid: tuple[int, ...], block: tuple[int, ...],
