@@ -8,6 +8,7 @@ a traceback.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 
@@ -36,6 +37,17 @@ _COMMANDS = {
     "emulate": _programs.cmd_emulate,
     "audit": _programs.cmd_emulate,
 }
+
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is CSI on its own), and the bidirectional
+# overrides and isolates: printed raw, a name holding them could set the terminal's title, clear the
+# screen, move the cursor over a finding or reorder what a reader sees ("Trojan Source")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _terminal_text(text: str) -> str:
+    """``text`` with every terminal control character shown as its escape (``\\x1b``), for stdout and stderr."""
+    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 class _Terminated(BaseException):
@@ -83,10 +95,10 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(out, tuple):
             out, code = out
     except (TilesimError, UsageError, OSError) as e:  # OSError: an --out/OUTDIR that cannot be written
-        print("tilesim: error: " + str(e).replace("\r", " ").replace("\n", " "), file=sys.stderr)
+        print("tilesim: error: " + _terminal_text(str(e).replace("\r", " ").replace("\n", " ")), file=sys.stderr)
         return 2
     try:
-        print(out)
+        print(_terminal_text(str(out)))
     except BrokenPipeError:  # `tilesim layout … | head`
         sys.stderr.close()
     return code
