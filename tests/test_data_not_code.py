@@ -388,7 +388,8 @@ def test_a_verdict_heatmap_of_a_hostile_program_name_is_well_formed():
 
 
 # ------------------------------------------------------------------ emulate --arg
-@pytest.mark.parametrize("spec", ["n=i32:1.5", "n=i32:99999999999", "n=u8:-1", "n=i8:128", "n=u64:1e3",
+@pytest.mark.parametrize("spec", ["n=i32:1.5", "n=i32:99999999999", "n=u8:-1", "n=i8:128", "n=u64:1e3", "x=f16:1e10",
+                                  "x=f32:1..2",
                                   "a=f32[99999999999999]", "a=f16[4294967296,4294967296]"])
 def test_emulate_arguments_out_of_range_are_typed_errors(spec):
     from tilesim.isa.hipfile import materialise
