@@ -1,5 +1,9 @@
 """One source of truth: a fact added in one place reaches every consumer, and a second copy shows.
 
+Three tables are exercised this way (a target row, an op row, a catalog row), each on a copy of the
+package with that one edit, plus static scans (no list of targets, no name-prefix test, one list of
+instruction kinds, op kinds = the dispatchers' methods).
+
 *A target row.* A copy of the package gets one edit, rows appended to the target table
 (``tests/_twin_targets.py``: ``gfxtwin942`` is gfx942 under a name no prefix test recognises, likewise
 for RDNA3/4, CDNA2/4, gfx1250, sm_80 and sm_90). A fresh interpreter then asks every consumer of the
@@ -26,6 +30,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from _new_op_row import ROW_EDIT  # noqa: E402
+from _twin_row import CONSUMERS as ROW_CONSUMERS  # noqa: E402
+from _twin_row import ROW_EDIT as ROW_TWIN_EDIT  # noqa: E402
 from _twin_targets import CONSUMERS, TABLE_EDIT, TWINS  # noqa: E402
 
 _ANCHOR = "TARGETS: dict[str, Target] = {t.name: t for t in _ROWS}\n"
@@ -305,3 +311,55 @@ def test_instruction_kinds_are_one_list_and_each_is_a_target_feature() -> None:
     assert {r.kind for r in rows()} == set(INSTRUCTION_KINDS)  # every kind has rows; rows have no other kind
     with pytest.raises(ValueError, match="instruction kind 'wgmma'"):
         replace(rows()[0], kind="wgmma")
+
+
+# --- a catalog row ----------------------------------------------------------------------------------
+_DENSE_RDNA4 = '        ("v_wmma_f32_16x16x16_f16", 16, "f16", "f32", 16, "V8fV8xV8xV8f", "V4fV4xV4xV4f"),\n'
+
+
+def row_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None) -> dict:
+    """Copy tilesim, add the twin WMMA row to catalog_amd.py (the only edit, plus ``edit``), run tests/_twin_row.py."""
+    shutil.copytree(ROOT / "tilesim", tmp / "tilesim", ignore=shutil.ignore_patterns("__pycache__"))
+    cat = tmp / "tilesim" / "matrix" / "catalog_amd.py"
+    src = cat.read_text()
+    assert src.count(_DENSE_RDNA4) == 1, "the RDNA4 dense row moved: update _DENSE_RDNA4"
+    cat.write_text(src.replace(_DENSE_RDNA4, _DENSE_RDNA4 + ROW_TWIN_EDIT))
+    for rel, (old, new) in (edit or {}).items():
+        path = tmp / "tilesim" / rel
+        text = path.read_text()
+        assert text.count(old) == 1, (rel, old)
+        path.write_text(text.replace(old, new))
+    env = {**os.environ, "PYTHONPATH": str(tmp)}
+    out = subprocess.run([sys.executable, str(ROOT / "tests" / "_twin_row.py")], capture_output=True, text=True,
+                         env=env, cwd=tmp, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout)
+    assert Path(report.pop("tilesim")).is_relative_to(tmp), "the worker imported the real package, not the copy"
+    return report
+
+
+@cache
+def _row_report() -> dict:
+    import tempfile
+
+    return row_report(Path(tempfile.mkdtemp(prefix="tilesim_row_")))
+
+
+@pytest.mark.parametrize("consumer", ROW_CONSUMERS)
+def test_a_new_catalog_row_reaches_every_consumer(consumer: str) -> None:
+    """A twin of an RDNA4 WMMA row, the only edit, is answered like the original by ``consumer``."""
+    report = _row_report()
+    bad = differences({t: {"real": e["real"], "consumers": {consumer: e["consumers"][consumer]}}
+                       for t, e in report.items()})
+    assert not bad, "\n".join(bad)
+    assert report and all(e["consumers"]["listed"][0] is True for e in report.values())
+
+
+@pytest.mark.slow  # a copy of the package and a fresh interpreter
+def test_a_second_copy_of_a_row_fact_fails_the_check(tmp_path: Path) -> None:
+    """The generator keeping its own list of the instructions it calls: the twin is refused there."""
+    old = "        bi = row.builtin_for(self.p.wave_size)\n"
+    new = ("        bi = row.builtin_for(self.p.wave_size) if row.mnemonic in (\"v_wmma_f32_16x16x16_f16\", "
+           "\"v_mfma_f32_32x32x8f16\") else None\n")
+    report = row_report(tmp_path, {"codegen/compute.py": (old, new)})
+    assert [d for d in differences(report) if d.startswith("emit:")]
