@@ -189,3 +189,52 @@ def test_a_and_b_with_the_same_blocks_rotated_are_not_equivalent(target, mma):
     errors = ts.check(p).errors
     assert {e.where.rsplit(" ", 1)[-1] for e in errors} == {"A", "B"}, ts.check(p)
     assert run(p, device="none", A=A, B=B).status == "CHECK_FAILED"
+
+
+@ts.kernel
+def _rotate(X: ts.Tensor["f32", "M", "N"], Y: ts.Tensor["f32", "M", "N"], *, nw=2, barrier="all", lay=None):
+    """Each wave stores its 16 rows to LDS and reads the next wave's back: Y's block w = X's block w+1."""
+    ts.waves(nw)
+    w = ts.wave_id()
+    buf = ts.lds_alloc("f32", 16 * nw, 16)
+    ts.lds_store(buf, w * 16, 0, ts.load(X[w * 16:, 0:], lay))
+    if barrier == "all":
+        ts.barrier()
+    else:
+        with ts.when(w < 1):  # only wave 0 reaches it
+            ts.barrier()
+    ts.store(Y[w * 16:, 0:], ts.lds_load(buf, ((w + 1) % nw) * 16, 0, lay))
+
+
+def test_a_barrier_only_some_waves_reach(tmp_path):
+    """CUDA C Programming Guide (__syncthreads): allowed in conditional code only where the condition
+    is the same in the whole block; on AMD the waves that skip s_barrier run on. Wave 1 then reads
+    wave 0's rows with nothing ordering the read after the write: numpy's two outcomes (the rows
+    written, or the buffer's old contents, 0 here) differ."""
+    from tilesim.matrix import lookup
+
+    lay = lookup(WMMA, "gfx1201").layout("C")
+    X = np.random.default_rng(2).standard_normal((32, 16)).astype(np.float32)
+    after, before = X[:16].astype(np.float64), np.zeros((16, 16))
+    assert not np.allclose(after, before)
+    bad = _rotate.specialize(target="gfx1201", M=32, N=16, barrier="wave0", lay=lay)
+    errs = ts.check(bad).errors
+    assert errs and "only some waves" in str(errs[0])
+    assert run(bad, device="none", X=X).status == "CHECK_FAILED"
+    good = _rotate.specialize(target="gfx1201", M=32, N=16, lay=lay)
+    assert ts.check(good).ok
+    assert np.array_equal(ts.simulate(good, X=X)["Y"], np.concatenate([X[16:], X[:16]]))
+
+
+def test_a_workgroup_larger_than_the_launch_limit():
+    """1024 work-items per workgroup at most: LLVM AMDGPUUsage (max flat workgroup size) and the CUDA
+    C Programming Guide (threads per block). 32 waves of 64 lanes is 2048; 16 is 1024, the limit."""
+    from tilesim.matrix import lookup
+
+    lay = lookup("v_mfma_f32_16x16x16_f16", "gfx942").layout("C")
+    big = _rotate.specialize(target="gfx942", M=16 * 32, N=16, nw=32, lay=lay)
+    (err,) = ts.check(big).errors
+    assert "2048 work-items" in err.message and "at most 1024" in err.message
+    X = np.zeros((16 * 32, 16), np.float32)
+    assert run(big, device="none", X=X).status == "CHECK_FAILED"
+    assert ts.check(_rotate.specialize(target="gfx942", M=16 * 16, N=16, nw=16, lay=lay)).ok

@@ -94,6 +94,9 @@ class Target:
     marketing: str = ""
     notes: str = ""
     occupancy_buckets: tuple[int, ...] = field(default=())
+    # work-items one workgroup may have: 1024 on every AMD target (LLVM AMDGPUUsage, "max flat workgroup
+    # size") and NVIDIA sm_80 … sm_90 (CUDA Programming Guide, "maximum number of threads per block")
+    max_workgroup_size: int = 1024
 
     def __post_init__(self) -> None:
         if self.default_wave not in self.wave_sizes:

@@ -386,6 +386,17 @@ class _Static:
     # ------------------------------------------------------------------ control
     def op_branch(self, op: Op, lead, active, scope) -> None:
         cond = self.scalar(op.args[0], op) != 0
+        if self.W > 1 and any(o.kind == "barrier" for o in _walk(op.attr("body"))):
+            # a barrier waits for every wave of the workgroup: one that only some waves reach hangs
+            # them (CUDA: undefined) or, on AMD, lets the others run on past it unordered
+            c = cond & active
+            c = np.broadcast_to(c, np.broadcast_shapes(c.shape, (self.G,))).reshape(-1, self.nwg, self.W)
+            split = c.any(-1) & ~c.all(-1)
+            if split.any():
+                wg = int(np.argwhere(split)[0][-1])
+                waves = np.flatnonzero(c[np.argwhere(split)[0][0], wg])
+                self.note("error", self.where(op), f"a barrier inside a branch that only some waves of a workgroup "
+                          f"take (workgroup {wg}: waves {waves.tolist()} of {self.W}): every wave must reach a barrier")
         self.run(op.attr("body"), lead, active & cond, set(scope))  # values defined inside stay inside
 
     def op_loop(self, op: Op, lead, active, scope) -> None:

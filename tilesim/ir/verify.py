@@ -16,8 +16,9 @@
 * memory (:mod:`tilesim.ir.accesses`): every output element written exactly once, accesses out of
   bounds, LDS races (a missing barrier), LDS reads of bytes no store wrote, loads of an output
   element another unordered (workgroup, wave) stores (:mod:`tilesim.ir.orders`);
-* a program with no output, and shuffles that give the copies of a replicated element (RDNA3 A/B
-  lanes i and i+16) different elements.
+* a program with no output, a workgroup over the target's work-item limit, barriers that only some
+  waves of a workgroup reach (:mod:`tilesim.ir.accesses`), and shuffles that give the copies of a
+  replicated element (RDNA3 A/B lanes i and i+16) different elements.
 
 ``check`` OK means ``simulate`` runs the program without error and the result is what the device
 computes; ``simulate`` itself refuses the :func:`structure` errors.
@@ -136,6 +137,11 @@ def check(prog: Program) -> CheckReport:
     if not any(f.severity == "error" for f in rep.findings):  # the analysis needs well-formed IR
         notes, _ = analyse(prog)
         rep.findings += [Finding(n.severity, n.where, n.message) for n in notes]
+    size = prog.waves_per_workgroup * prog.wave_size
+    if size > t.max_workgroup_size:
+        rep.findings.append(Finding("error", "program", f"{prog.waves_per_workgroup} waves of {prog.wave_size} lanes "
+                                    f"= {size} work-items per workgroup; {t.name} launches at most "
+                                    f"{t.max_workgroup_size} (the launch fails)"))
     lds = lds_estimate(prog)
     rep.lds_bytes = lds
     if lds > t.lds_bytes:
