@@ -32,7 +32,8 @@ from tilesim.ir.verify import check_errors
 from tilesim.wave.sim import SimResult
 from tilesim.wave.undefined import undefined as simulation_errors
 
-__all__ = ["SIMULATE_STATUS", "SimJudgement", "check_errors", "judge_simulation", "simulation_errors"]
+__all__ = ["SIMULATE_STATUS", "SimJudgement", "check_errors", "judge_simulation", "simulation_errors",
+           "unjudged_note"]
 
 SIMULATE_STATUS: dict[str, int] = {"REFERENCE_OK": 0, "NOT_JUDGED": 0, "REFERENCE_MISMATCH": 1, "CHECK_FAILED": 1}
 
@@ -70,7 +71,12 @@ def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | 
                             + ref.describe(), errs, ref)
     if errs:
         return SimJudgement("CHECK_FAILED", f"check found {len(errs)} error(s): {errs[0]}", errs, ref)
-    if ref is None:
-        return SimJudgement("NOT_JUDGED", NOT_JUDGED, errs, None)
+    if ref is None or not ref.max_abs:  # no reference, or one that names no output
+        return SimJudgement("NOT_JUDGED", NOT_JUDGED, errs, ref)
     return SimJudgement("REFERENCE_OK", "the simulation equals the float64 reference within the numerics model's "
-                        "tolerance", errs, ref)
+                        "tolerance" + unjudged_note(ref), errs, ref)
+
+
+def unjudged_note(ref: ReferenceCheck) -> str:
+    """``"; not judged: ..."`` for the outputs a reference leaves out, else ``""``."""
+    return (f"; not judged: no float64 reference for output(s) {', '.join(ref.unjudged)}" if ref.unjudged else "")

@@ -80,6 +80,7 @@ class ReferenceCheck:
     bad: tuple[tuple[str, np.ndarray], ...]  # (output, bool mask of elements beyond the bound)
     rtol: float
     atol: float
+    unjudged: tuple[str, ...] = ()  # outputs the reference leaves out: nothing was said about them
 
     @property
     def ok(self) -> bool:
@@ -129,4 +130,4 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
             diff = np.abs(got - ref)
         max_abs.append((name, float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0))
         bad.append((name, beyond(got, ref, rtol, atol)))
-    return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol)
+    return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol, tuple(n for n in shapes if n not in reference))

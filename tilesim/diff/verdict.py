@@ -52,7 +52,7 @@ import numpy as np
 
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
-from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, simulation_errors
+from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, simulation_errors, unjudged_note
 from tilesim.diff.reference import ReferenceCheck, beyond, check_reference, result_tolerance
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
 from tilesim.hw import amd, nvidia, offline  # module attributes, looked up at call time (tests replace them)
@@ -262,8 +262,8 @@ class _Judge:
                 if failing == "SIM_MISMATCH":
                     kw.update(blame=self.blame, pattern=self.pattern, mismatch_counts=self.counts)
                 return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
-            if self.ref is None and EXIT_STATUS[status] == 0:  # a device agreeing with the simulator: intent unjudged
-                reason += f"; {NOT_JUDGED}"
+            if EXIT_STATUS[status] == 0:  # a device agreeing with the simulator: intent unjudged
+                reason += f"; {NOT_JUDGED}" if self.ref is None or not self.ref.max_abs else unjudged_note(self.ref)
         return Verdict(status, self.prog, reason, **common, **kw)
 
 
