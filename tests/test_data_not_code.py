@@ -460,3 +460,39 @@ def test_cli_error_messages_carry_no_terminal_control(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tilesim", "check", str(q)], capture_output=True, text=True, cwd=ROOT,
                        timeout=300)
     assert r.returncode == 2 and "\x1b" not in r.stderr, r.stderr[-300:]
+
+
+# ------------------------------------------------------------------ nesting depth
+def _nested(depth: int) -> str:
+    """The gemm program with ``depth`` branches nested inside each other (built as text: json.dumps
+    itself recurses), around one barrier."""
+    base = _doc()
+    cond = next(o["out"]["id"] for o in base["body"] if o["kind"] == "tile_id")
+    pre = '[{"kind": "branch", "out": null, "args": [{"ref": %d}], "attrs": {"body": {"block": ' % cond
+    nested = pre * depth + '[{"kind": "barrier", "out": null, "args": [], "attrs": {}}]' + "}}}]" * depth
+    head = json.dumps(base)
+    return head[:-2] + ", " + nested[1:-1] + "]}"
+
+
+def test_nesting_past_the_limit_is_refused_when_read():
+    """0.7.0 read 200 nested branches, then `tilesim port` died with a RecursionError traceback (each
+    pass that walks the program recurses): the nesting limit is checked once, when a program is made."""
+    from tilesim.ir.core import MAX_NESTING
+
+    _refused(_nested(MAX_NESTING + 1), "nest", str(MAX_NESTING))
+    _refused(_nested(200), "nest")
+
+
+@pytest.mark.parametrize("cmd", [["port", "--to", "gfx1201"], ["check"]])
+def test_the_deepest_program_allowed_runs_every_pass(tmp_path, cmd):
+    from tilesim.ir.core import MAX_NESTING
+
+    p = tmp_path / "deep.json"
+    p.write_text(_nested(MAX_NESTING))
+    r = subprocess.run([sys.executable, "-m", "tilesim", cmd[0], str(p), *cmd[1:]], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr[-500:]
+    p.write_text(_nested(200))
+    r = subprocess.run([sys.executable, "-m", "tilesim", cmd[0], str(p), *cmd[1:]], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-500:]

@@ -59,7 +59,12 @@ from tilesim.layouts.render import from_json, to_json
 from tilesim.matrix.dtypes import DTYPES
 from tilesim.targets import get_target
 
-__all__ = ["Value", "Op", "Block", "TensorParam", "Program", "OP_KINDS", "LdsLayout", "KernelOrigin"]
+__all__ = ["Value", "Op", "Block", "TensorParam", "Program", "OP_KINDS", "LdsLayout", "KernelOrigin", "MAX_NESTING"]
+
+# loops and branches inside each other: every pass over a program (check, simulate, emit, port,
+# printing, JSON) recurses once or more per level, so the limit is checked once, here, where a
+# program is made; 200 levels from JSON made `tilesim port` die in a RecursionError
+MAX_NESTING = 64
 
 
 
@@ -479,9 +484,11 @@ def _validate(prog: Program) -> None:
                 raise VerifyError(f"LDS buffer %{v.id}: elem_bytes {lds.elem_bytes} does not match its dtype {v.dtype} "
                                   f"({want} byte{'s' if want > 1 else ''} per element)")
 
-    def visit(b: Any) -> None:
+    def visit(b: Any, depth: int = 0) -> None:
         if not isinstance(b, Block) or not isinstance(b.ops, tuple):
             raise VerifyError("a loop or branch body is not a block")
+        if depth > MAX_NESTING:
+            raise VerifyError(f"loops and branches nest at most {MAX_NESTING} deep; this program nests deeper")
         for op in b.ops:
             if not isinstance(op, Op):
                 raise VerifyError(f"a block holds {type(op).__name__}, not an op")
@@ -498,7 +505,7 @@ def _validate(prog: Program) -> None:
                     check_value(v)
             _validate_op(prog, op, names)
             if op.kind in ("loop", "branch"):
-                visit(op.attr("body"))
+                visit(op.attr("body"), depth + 1)
 
     visit(prog.body)
 
