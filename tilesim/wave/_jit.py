@@ -4,6 +4,8 @@ Compiled on first call and cached on disk (``cache=True``). Only the large fused
 threads (``parallel=True``): on a shared two-core machine the thread pool's hand-offs made the
 per-op batched dot product 40x slower than a plain loop (10 ms vs 0.24 ms for 256 waves)."""
 
+import functools
+
 import numba
 import numpy as np
 
@@ -30,56 +32,59 @@ def _batched_dot_jit(a, b, c):  # pragma: no cover - compiled
     return out, nan.any()
 
 
-@numba.njit(cache=True, nogil=True)
-def _chain_wave(g, ta, ia, tb, ib, acc, K):  # pragma: no cover - compiled
-    """Every step of wave ``g``; True when a result was NaN."""
-    T = ia.shape[0]
-    M, N = acc.shape[1], acc.shape[2]
-    MN = M * N
-    nan = False
-    c = np.empty(MN, np.float64)
-    d = np.empty(MN, np.float64)
-    for m in range(M):
-        for n in range(N):
-            c[m * N + n] = acc[g, m, n]
-    for t in range(T):
-        at = ta[ia[t, g]]  # this step's A tile, k-major: at[k*M + m]
-        b = tb[ib[t, g]]  # B tile, row-major: b[k*N + n]
-        d[:] = 0.0
-        # every d[m, n] still sums its products from +0 in k order; k outermost only interleaves the
-        # independent (m, n) sums, which keeps the adds off one another's latency
-        for k in range(K):
-            for m in range(M):
-                x = at[k * M + m]
-                for n in range(N):
-                    d[m * N + n] += x * b[k * N + n]
-        for i in range(MN):
-            v = d[i] + c[i]
-            if v != v:
-                nan = True
-            c[i] = np.float64(np.float32(v))
-    for m in range(M):
-        for n in range(N):
-            acc[g, m, n] = c[m * N + n]
-    return nan
+# The MAC kernels below vectorise across output columns, never across k. Each output element is
+# ``s = 0.0; s += a[k] * b[k] for k in order; d = s + c``: one chain per element, in k order, and
+# the columns ``n`` of a row are independent chains, so with the tile shape a compile-time constant
+# (the closures below; numba freezes closure cells, and its disk cache keys on them) the k loop
+# unrolls and the n loop becomes SIMD lanes (vmulpd/vaddpd, 4 doubles a lane group) without changing
+# any element's order of operations. (With k and n both loops of unknown length the compiler kept
+# the sums in memory: 3 G MAC/s on this machine's cores against about 10 with the shape constant.)
+#
+# FMA: the kernels allow LLVM to contract ``s + a * b`` into one fused multiply-add (fastmath
+# "contract" only: no reassociation, no reciprocal, NaN and Inf kept). That gives the same bits as
+# the separate multiply and add whenever ``a * b`` is exact in float64, because then the FMA's one
+# rounding of ``s + a*b`` and the add's rounding of ``s + fl(a*b)`` round the same real number.
+# ``a * b`` is exact when both are float32 values (the callers' operands are 8- or 16-bit floats,
+# all float32 values; :func:`tilesim.wave.kernels.mma_chain` checks): 24 + 24 significand bits fit
+# in 53, and |a*b| lies in [2**-298, 2**256) or is 0, inside float64's normal range, so no overflow,
+# underflow or subnormal rounding; 0, -0, Inf and NaN products are the same values either way
+# (inf * 0 is NaN in both). tests/test_mac_kernel.py checks this on adversarial spreads.
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _mma_chain_parallel(ta, ia, tb, ib, acc, K):  # pragma: no cover - compiled
-    G = ia.shape[1]
-    nan = np.zeros(G, np.bool_)
-    for g in numba.prange(G):
-        nan[g] = _chain_wave(g, ta, ia, tb, ib, acc, K)
-    return nan.any()
+@functools.lru_cache(maxsize=None)
+def mma_chain_kernel(M: int, N: int, K: int, parallel: bool, contract: bool):
+    """The fused chain for ``M x N x K`` tiles (see :func:`tilesim.wave.kernels.mma_chain`):
+    ``kernel(ta, ia, tb, ib, acc)`` runs steps ``t`` of waves ``g``: A tile ``ta[ia[t, g]]``
+    (k-major, ``[k*M + m]``), B tile ``tb[ib[t, g]]`` (row-major, ``[k*N + n]``), ``acc[g]`` (float32
+    ``[M, N]``, updated in place) ``= f32(sum_k a*b + acc)``, each sum from +0 in k order in float64.
+    Returns True when a result was NaN. ``parallel``: waves in tasks of 16 on numba's threads.
+    ``contract``: FMA allowed, for operands that are all float32 values (see above)."""
 
+    def chain(ta, ia, tb, ib, acc):  # pragma: no cover - compiled
+        _ = contract  # a closure cell, so numba's disk cache keys on it (its key leaves out fastmath)
+        T, G = ia.shape
+        per = 16 if parallel else max(G, 1)
+        tasks = (G + per - 1) // per
+        bad = np.zeros(tasks, np.int64)
+        for task in numba.prange(tasks):
+            nan = 0
+            for g in range(task * per, min(G, task * per + per)):
+                for t in range(T):
+                    at = ta[ia[t, g]]
+                    b = tb[ib[t, g]]
+                    for m in range(M):
+                        row = acc[g, m]
+                        for n in range(N):
+                            s = 0.0
+                            for k in range(K):
+                                s += at[k * M + m] * b[k * N + n]
+                            v = s + np.float64(row[n])
+                            nan += v != v
+                            row[n] = np.float32(v)
+            bad[task] = nan
+        return bad.any()
 
-@numba.njit(cache=True, nogil=True)
-def _mma_chain_serial(ta, ia, tb, ib, acc, K):  # pragma: no cover - compiled
-    nan = False
-    for g in range(ia.shape[1]):
-        if _chain_wave(g, ta, ia, tb, ib, acc, K):
-            nan = True
-    return nan
+    return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath={"contract"} if contract else False)(chain)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -170,59 +175,43 @@ def _bank_cycles(addr, rec_of_vgpr, starts, banks, active):  # pragma: no cover 
     return total
 
 
-@numba.njit(cache=True, nogil=True)
-def _step_waves(g0, g1, abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K, out):  # pragma: no cover
-    """Waves ``g0:g1`` of one f32-accumulating mma step (see :func:`tilesim.wave.kernels.mma_step`)
-    into ``out``; True when a result was NaN."""
-    G, M, N = c.shape
-    MN = M * N
-    at = np.empty(K * M, np.float64)
-    b = np.empty(K * N, np.float64)
-    d = np.empty(MN, np.float64)
-    nan = False
-    for g in range(g0, g1):
-        a0, b0 = abase[g], bbase[g]
-        for m in range(M):
-            for k in range(K):
-                s = idx_a[m * K + k]
-                at[k * M + m] = lut_a[abits[a0 + s]] if s >= 0 else 0.0
-        for k in range(K):
-            for n in range(N):
-                s = idx_b[k * N + n]
-                b[k * N + n] = lut_b[bbits[b0 + s]] if s >= 0 else 0.0
-        d[:] = 0.0
-        # each d[m, n] sums its products from +0 in k order (k outermost only interleaves the sums)
-        for k in range(K):
-            for m in range(M):
-                x = at[k * M + m]
-                for n in range(N):
-                    d[m * N + n] += x * b[k * N + n]
-        for m in range(M):
-            for n in range(N):
-                v = d[m * N + n] + np.float64(c[g, m, n])
-                if v != v:
-                    nan = True
-                out[g, m, n] = np.float32(v)
-    return nan
+@functools.lru_cache(maxsize=None)
+def mma_step_kernel(M: int, N: int, K: int, parallel: bool, contract: bool):
+    """One f32-accumulating mma step per wave from the operands' encoded bits, for ``M x N x K``
+    tiles (see :func:`tilesim.wave.kernels.mma_step`): ``kernel(abits, abase, idx_a, lut_a, bbits,
+    bbase, idx_b, lut_b, c)`` returns (D as float32 ``[G, M, N]``, whether a result was NaN).
+    ``parallel``: waves in tasks of 64 on numba's threads (each wave's result is its own);
+    ``contract`` as in :func:`mma_chain_kernel`."""
 
+    def step(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c):  # pragma: no cover - compiled
+        _ = contract  # a closure cell, so numba's disk cache keys on it (its key leaves out fastmath)
+        G = c.shape[0]
+        out = np.empty(c.shape, np.float32)
+        per = 64 if parallel else max(G, 1)
+        tasks = (G + per - 1) // per
+        bad = np.zeros(tasks, np.int64)
+        for task in numba.prange(tasks):
+            at = np.empty(K * M, np.float64)
+            b = np.empty(K * N, np.float64)
+            nan = 0
+            for g in range(task * per, min(G, task * per + per)):
+                a0, b0 = abase[g], bbase[g]
+                for m in range(M):
+                    for k in range(K):
+                        e = idx_a[m * K + k]
+                        at[k * M + m] = lut_a[abits[a0 + e]] if e >= 0 else 0.0
+                for i in range(K * N):
+                    e = idx_b[i]
+                    b[i] = lut_b[bbits[b0 + e]] if e >= 0 else 0.0
+                for m in range(M):
+                    for n in range(N):  # the chain kernel's sums (see there)
+                        s = 0.0
+                        for k in range(K):
+                            s += at[k * M + m] * b[k * N + n]
+                        v = s + np.float64(c[g, m, n])
+                        nan += v != v
+                        out[g, m, n] = np.float32(v)
+            bad[task] = nan
+        return out, bad.any()
 
-@numba.njit(cache=True, nogil=True)
-def _mma_step_f32(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K):  # pragma: no cover - compiled
-    """One f32-accumulating mma step per wave from the operands' encoded bits: see
-    :func:`tilesim.wave.kernels.mma_step`. Returns (D as float32 [G, M, N], whether a result was NaN)."""
-    out = np.empty(c.shape, np.float32)
-    nan = _step_waves(0, c.shape[0], abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K, out)
-    return out, nan
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _mma_step_f32_parallel(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c, K):  # pragma: no cover
-    """:func:`_mma_step_f32` on numba's threads, 64 waves a task (each wave's result is its own)."""
-    G = c.shape[0]
-    out = np.empty(c.shape, np.float32)
-    tasks = (G + 63) // 64
-    nan = np.zeros(tasks, np.bool_)
-    for t in numba.prange(tasks):
-        nan[t] = _step_waves(t * 64, min(G, t * 64 + 64), abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b,
-                             c, K, out)
-    return out, nan.any()
+    return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath={"contract"} if contract else False)(step)

@@ -73,16 +73,49 @@ def _batched_dot_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
         return np.einsum("gmk,gkn->gmn", a, b) + c
 
 
+def _f32_values(v: np.ndarray) -> bool:
+    """Every value of ``v`` is a float32 value (NaN aside: a NaN result falls back anyway), so a
+    product of two of them is exact in float64 and the MAC kernels may use FMA (tilesim/wave/_jit.py
+    has the proof)."""
+    if v.dtype.kind == "f" and v.dtype.itemsize <= 4:
+        return True
+    with np.errstate(all="ignore"):
+        return bool(((v.astype(np.float32) == v) | (v != v)).all())
+
+
+def _windows(vals: np.ndarray, starts: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """The windows ``vals[starts + off]`` as float64 rows (0 where ``off < 0``)."""
+    own = off >= 0
+    tiles = vals[starts[:, None] + np.where(own, off, 0)[None, :]].astype(np.float64, copy=False)
+    if not own.all():
+        tiles[:, ~own] = 0.0
+    return tiles
+
+
 def _tiles(vals: np.ndarray, base: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct windows ``vals[base + off]`` (0 where ``off < 0``) of some steps, once each, and
     the index of each (step, wave)'s window: waves that share an operand tile (every wave of a
     GEMM row reads the same A tile) gather it once."""
     uniq, inv = np.unique(base, return_inverse=True)
-    own = off >= 0
-    tiles = vals[uniq[:, None] + np.where(own, off, 0)[None, :]].astype(np.float64, copy=False)
-    if not own.all():
-        tiles[:, ~own] = 0.0
-    return tiles, inv.reshape(base.shape).astype(np.int64)
+    return _windows(vals, uniq, off), inv.reshape(base.shape).astype(np.int64)
+
+
+class _Shifted:
+    """Operand windows of a chain whose step ``t`` reads, for every wave, the window of step 0
+    moved by ``delta[t]`` (a k-loop advancing its offsets by the same amount for every wave, as a
+    GEMM does): the distinct windows and each wave's index are found once instead of per chunk."""
+
+    def __init__(self, base: np.ndarray):
+        self.delta = base[:, 0].astype(np.int64) - int(base[0, 0])
+        self.ok = bool((base == base[0][None, :] + self.delta[:, None].astype(base.dtype)).all())
+        if self.ok:
+            self.uniq, inv = np.unique(base[0], return_inverse=True)
+            self.inv = inv.reshape(-1).astype(np.int64)
+
+    def tiles(self, vals: np.ndarray, s: int, e: int, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts = (self.delta[s:e, None] + self.uniq[None, :].astype(np.int64)).reshape(-1)
+        idx = np.arange(e - s, dtype=np.int64)[:, None] * self.uniq.size + self.inv[None, :]
+        return _windows(vals, starts, off), idx
 
 
 def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndarray, base_b: np.ndarray,
@@ -97,22 +130,30 @@ def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndar
     elements (memory O(tile), not O(steps)); the f32 accumulator passes between chunks exactly as its
     register would. Returns the final ``acc`` (float32 ``[G, M, N]``; with ``inplace``, a C-contiguous
     float32 ``acc`` is updated and returned), or None without numba or when a result is NaN (its payload would depend on operand order; the caller then takes the step-by-step path)."""
-    jit = _jit(base_a.size * acc.shape[1] * acc.shape[2] * k)
-    if jit is None:
-        return None
     T = base_a.shape[0]
     M, N = acc.shape[1], acc.shape[2]
+    macs = base_a.size * M * N * k
+    jit = _jit(macs)
+    if jit is None:
+        return None
     # updated in place, chunk by chunk (``inplace``: acc itself, when it is C-contiguous float32)
     out = np.ascontiguousarray(acc, np.float32) if inplace else np.array(acc, np.float32, order="C")
+    if not T:
+        return out
     off_at = np.ascontiguousarray(off_a.reshape(M, k).T).reshape(-1)  # k-major A tiles for the kernel
-    per_step = np.unique(base_a[0]).size * M * k + np.unique(base_b[0]).size * k * N if T else 1
+    sa, sb = _Shifted(base_a), _Shifted(base_b)
+    ua = sa.uniq.size if sa.ok else np.unique(base_a[0]).size
+    ub = sb.uniq.size if sb.ok else np.unique(base_b[0]).size
+    per_step = ua * M * k + ub * k * N
     budget = min(budget, max(1 << 12, acc.size // 8))  # operand tiles a small fraction of the accumulator
     chunk = max(1, budget // max(1, per_step))
+    # on threads when the whole chain is large (each chunk call hands its waves to the pool)
+    kernel = jit.mma_chain_kernel(M, N, k, macs >= _PARALLEL_MACS, _f32_values(va) and _f32_values(vb))
     for s in range(0, T, chunk):
-        ta, ia = _tiles(va, base_a[s:s + chunk], off_at)
-        tb, ib = _tiles(vb, base_b[s:s + chunk], off_b)
-        kernel = jit._mma_chain_parallel if ia.size * M * N * k >= _PARALLEL_MACS else jit._mma_chain_serial
-        if kernel(ta, ia, tb, ib, out, k):
+        e = min(T, s + chunk)
+        ta, ia = sa.tiles(va, s, e, off_at) if sa.ok else _tiles(va, base_a[s:e], off_at)
+        tb, ib = sb.tiles(vb, s, e, off_b) if sb.ok else _tiles(vb, base_b[s:e], off_b)
+        if kernel(ta, ia, tb, ib, out):
             return None
     return out
 
@@ -131,9 +172,21 @@ def mma_step(abits: np.ndarray, abase: np.ndarray, idx_a: np.ndarray, lut_a: np.
     jit = _jit(c.size * k)
     if jit is None:
         return None
-    kernel = jit._mma_step_f32_parallel if c.size * k >= _PARALLEL_STEP_MACS else jit._mma_step_f32
-    out, nan = kernel(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, np.ascontiguousarray(c, np.float32), k)
+    kernel = jit.mma_step_kernel(c.shape[1], c.shape[2], k, c.size * k >= _PARALLEL_STEP_MACS,
+                                 _lut_f32(lut_a) and _lut_f32(lut_b))
+    out, nan = kernel(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, np.ascontiguousarray(c, np.float32))
     return None if nan else out
+
+
+_lut_checked: dict[int, tuple[np.ndarray, bool]] = {}
+
+
+def _lut_f32(lut: np.ndarray) -> bool:
+    """:func:`_f32_values` of a decode table, remembered per table (they are cached and read-only)."""
+    hit = _lut_checked.get(id(lut))
+    if hit is None or hit[0] is not lut:
+        hit = _lut_checked[id(lut)] = (lut, _f32_values(lut))
+    return hit[1]
 
 
 def gather_windows(flat: np.ndarray, base: np.ndarray, off: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
