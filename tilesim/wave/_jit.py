@@ -51,6 +51,14 @@ def _batched_dot_jit(a, b, c):  # pragma: no cover - compiled
 # (inf * 0 is NaN in both). tests/test_mac_kernel.py checks this on adversarial spreads.
 
 
+def _compile(fn, M: int, N: int, K: int, parallel: bool, contract: bool):
+    """``fn`` compiled under a name of its own per variant: numba names a cache file and the
+    machine-code symbols after the qualified name, and variants of one closure sharing them could
+    collide (a symbol loaded from the disk cache against one compiled in this process)."""
+    fn.__qualname__ = fn.__name__ = f"{fn.__name__}_{M}x{N}x{K}_{'mt' if parallel else 'st'}_{'fma' if contract else 'nofma'}"
+    return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath={"contract"} if contract else False)(fn)
+
+
 @functools.lru_cache(maxsize=None)
 def mma_chain_kernel(M: int, N: int, K: int, parallel: bool, contract: bool):
     """The fused chain for ``M x N x K`` tiles (see :func:`tilesim.wave.kernels.mma_chain`):
@@ -84,7 +92,21 @@ def mma_chain_kernel(M: int, N: int, K: int, parallel: bool, contract: bool):
             bad[task] = nan
         return bad.any()
 
-    return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath={"contract"} if contract else False)(chain)
+    return _compile(chain, M, N, K, parallel, contract)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_decoded(bits, lut, starts, off):  # pragma: no cover - compiled
+    """``lut[bits[starts[u] + off[e]]]`` as float64 ``[u, e]`` (0 where ``off[e] < 0``): the operand
+    windows of a fused chain decoded in one pass (numpy took an int64 index array, a gather and a
+    conversion, each as large as the windows)."""
+    out = np.empty((starts.size, off.size), np.float64)
+    for u in range(starts.size):
+        s0 = starts[u]
+        for e in range(off.size):
+            o = off[e]
+            out[u, e] = lut[bits[s0 + o]] if o >= 0 else 0.0
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -214,4 +236,4 @@ def mma_step_kernel(M: int, N: int, K: int, parallel: bool, contract: bool):
             bad[task] = nan
         return out, bad.any()
 
-    return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath={"contract"} if contract else False)(step)
+    return _compile(step, M, N, K, parallel, contract)

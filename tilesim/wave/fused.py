@@ -99,15 +99,12 @@ def _lut(dt_name: str, width: int) -> np.ndarray:
     return lut
 
 
-def _values(sim: LoopHost, name: str, opnd: _Operand) -> np.ndarray:
-    """The tensor's elements as the instruction reads them, float64, flat. When the tensor, the load
-    and the instruction agree on the type this is the tensor itself (its values are already that
-    type's, so encoding and decoding them is the identity; a NaN makes the result NaN, which falls
-    back); otherwise the load's encoded bits decoded as the instruction's type."""
-    t = sim.tensors[name]
-    if sim.p.tensor(name).dtype == opnd.decl.dt.name == opnd.hw_dt:
-        return t.reshape(-1)
-    return _lut(opnd.hw_dt, opnd.decl.width)[sim.bits_of(name, opnd.decl.dt)]
+def _values(sim: LoopHost, name: str, opnd: _Operand) -> tuple[np.ndarray, np.ndarray]:
+    """The tensor's elements as the instruction reads them: the load's encoded bits (flat; the
+    tensor itself, viewed, when it is held in the load's type) and the table that decodes them as
+    the instruction's type. The kernel decodes only the windows it reads (a float64 copy of the
+    tensor would be 4x an f16 tensor's bytes)."""
+    return sim.bits_of(name, opnd.decl.dt), _lut(opnd.hw_dt, opnd.decl.width)
 
 
 def _operand(sim: LoopHost, load: Op, hw: Codec, tensor_dt: str) -> _Operand | None:
@@ -210,11 +207,13 @@ def run_fused_loop(sim: LoopHost, loop: Op, iters: list[int]) -> int:
         acc = _acc_tile(plan, sim.regs[plan.init.id])
     if acc is None:
         return 0
-    operands = []
+    operands, luts = [], []
     for opnd in (plan.a, plan.b):
         ld = opnd.load
-        operands += [_values(sim, ld.attr("tensor"), opnd), bases[ld.out.id], opnd.off]
-    acc = mma_chain(*operands, acc, plan.a.tile[1], inplace=True)
+        bits, lut = _values(sim, ld.attr("tensor"), opnd)
+        operands += [bits, bases[ld.out.id], opnd.off]
+        luts.append(lut)
+    acc = mma_chain(*operands, acc, plan.a.tile[1], inplace=True, lut_a=luts[0], lut_b=luts[1])
     del operands
     if acc is None:
         return 0

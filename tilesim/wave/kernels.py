@@ -83,8 +83,11 @@ def _f32_values(v: np.ndarray) -> bool:
         return bool(((v.astype(np.float32) == v) | (v != v)).all())
 
 
-def _windows(vals: np.ndarray, starts: np.ndarray, off: np.ndarray) -> np.ndarray:
-    """The windows ``vals[starts + off]`` as float64 rows (0 where ``off < 0``)."""
+def _windows(vals: np.ndarray, starts: np.ndarray, off: np.ndarray, lut: np.ndarray | None) -> np.ndarray:
+    """The windows ``vals[starts + off]`` as float64 rows (0 where ``off < 0``); with ``lut``,
+    ``vals`` are encoded bits and each value is ``lut[bits]``."""
+    if lut is not None:
+        return _import_jit()._gather_decoded(vals, lut, starts.astype(np.int64, copy=False), off)
     own = off >= 0
     tiles = vals[starts[:, None] + np.where(own, off, 0)[None, :]].astype(np.float64, copy=False)
     if not own.all():
@@ -92,12 +95,13 @@ def _windows(vals: np.ndarray, starts: np.ndarray, off: np.ndarray) -> np.ndarra
     return tiles
 
 
-def _tiles(vals: np.ndarray, base: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _tiles(vals: np.ndarray, base: np.ndarray, off: np.ndarray,
+           lut: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct windows ``vals[base + off]`` (0 where ``off < 0``) of some steps, once each, and
     the index of each (step, wave)'s window: waves that share an operand tile (every wave of a
     GEMM row reads the same A tile) gather it once."""
     uniq, inv = np.unique(base, return_inverse=True)
-    return _windows(vals, uniq, off), inv.reshape(base.shape).astype(np.int64)
+    return _windows(vals, uniq, off, lut), inv.reshape(base.shape).astype(np.int64)
 
 
 class _Shifted:
@@ -112,15 +116,17 @@ class _Shifted:
             self.uniq, inv = np.unique(base[0], return_inverse=True)
             self.inv = inv.reshape(-1).astype(np.int64)
 
-    def tiles(self, vals: np.ndarray, s: int, e: int, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def tiles(self, vals: np.ndarray, s: int, e: int, off: np.ndarray,
+              lut: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         starts = (self.delta[s:e, None] + self.uniq[None, :].astype(np.int64)).reshape(-1)
         idx = np.arange(e - s, dtype=np.int64)[:, None] * self.uniq.size + self.inv[None, :]
-        return _windows(vals, starts, off), idx
+        return _windows(vals, starts, off, lut), idx
 
 
 def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndarray, base_b: np.ndarray,
               off_b: np.ndarray, acc: np.ndarray, k: int, budget: int = 1 << 16,
-              inplace: bool = False) -> np.ndarray | None:
+              inplace: bool = False, lut_a: np.ndarray | None = None,
+              lut_b: np.ndarray | None = None) -> np.ndarray | None:
     """``T`` chained f32-accumulating mma steps per wave, operands gathered from decoded tensors.
 
     Step ``t`` of wave ``g`` reads A element ``e`` (row-major ``M x k`` tile) as ``va[base_a[t, g] + off_a[e]]``
@@ -128,7 +134,8 @@ def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndar
     taken from +0 in k order in float64: the operations of :func:`batched_dot` followed by the f32 register
     encode, in the same order. Steps run in chunks whose distinct operand tiles hold about ``budget``
     elements (memory O(tile), not O(steps)); the f32 accumulator passes between chunks exactly as its
-    register would. Returns the final ``acc`` (float32 ``[G, M, N]``; with ``inplace``, a C-contiguous
+    register would. With ``lut_a`` (``lut_b``), ``va`` (``vb``) holds encoded bits and an element's value
+    is ``lut_a[va[...]]``. Returns the final ``acc`` (float32 ``[G, M, N]``; with ``inplace``, a C-contiguous
     float32 ``acc`` is updated and returned), or None without numba or when a result is NaN (its payload would depend on operand order; the caller then takes the step-by-step path)."""
     T = base_a.shape[0]
     M, N = acc.shape[1], acc.shape[2]
@@ -148,11 +155,12 @@ def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndar
     budget = min(budget, max(1 << 12, acc.size // 8))  # operand tiles a small fraction of the accumulator
     chunk = max(1, budget // max(1, per_step))
     # on threads when the whole chain is large (each chunk call hands its waves to the pool)
-    kernel = jit.mma_chain_kernel(M, N, k, macs >= _PARALLEL_MACS, _f32_values(va) and _f32_values(vb))
+    exact = all(_lut_f32(lut) if lut is not None else _f32_values(v) for v, lut in ((va, lut_a), (vb, lut_b)))
+    kernel = jit.mma_chain_kernel(M, N, k, macs >= _PARALLEL_MACS, exact)
     for s in range(0, T, chunk):
         e = min(T, s + chunk)
-        ta, ia = sa.tiles(va, s, e, off_at) if sa.ok else _tiles(va, base_a[s:e], off_at)
-        tb, ib = sb.tiles(vb, s, e, off_b) if sb.ok else _tiles(vb, base_b[s:e], off_b)
+        ta, ia = sa.tiles(va, s, e, off_at, lut_a) if sa.ok else _tiles(va, base_a[s:e], off_at, lut_a)
+        tb, ib = sb.tiles(vb, s, e, off_b, lut_b) if sb.ok else _tiles(vb, base_b[s:e], off_b, lut_b)
         if kernel(ta, ia, tb, ib, out):
             return None
     return out

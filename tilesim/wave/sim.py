@@ -269,9 +269,12 @@ class _Sim:
         rows = base.reshape(-1, base.shape[-1])  # base: [G] for one access, or [steps, G] for several
         per_res = np.zeros(_SEG, np.int64)
         n_sel = 0
+        every = bool(self.active.all())  # (no boolean-index copy)
         for i in range(0, rows.shape[0], max(1, _STORE_CHUNK // rows.shape[1])):  # (peak memory)
-            sel = rows[i:i + max(1, _STORE_CHUNK // rows.shape[1]), self.active]
-            per_res += np.bincount((sel * eb % _SEG).reshape(-1), minlength=_SEG)
+            sel = rows[i:i + max(1, _STORE_CHUNK // rows.shape[1])]
+            sel = sel if every else sel[:, self.active]
+            res = sel * eb & (_SEG - 1) if _SEG & (_SEG - 1) == 0 else sel * eb % _SEG  # x & 63 == x % 64
+            per_res += np.bincount(res.reshape(-1), minlength=_SEG)
             n_sel += sel.size
         for r in np.flatnonzero(per_res).tolist():
             k = int(per_res[r])
@@ -372,9 +375,17 @@ class _Sim:
         R = c.rec.shape[0]
         step = max(1, _STORE_CHUNK // R)
         flat_t = t.reshape(-1)
+        # an f32 tile into an f32 tensor: cast() rounds f32 values to f32, so every value but a NaN
+        # (whose signalling bit the float64 round trip sets) is stored as it is, without float64
+        same = elem is not None and dtype(v.dtype).name == dtype(tdt).name == "f32" and t.dtype == np.float32
         for g0 in range(0, self.G, step):
             g1 = min(self.G, g0 + step)
             flat = (base[g0:g1, None] + off[None, :]).reshape(-1)
+            if same:
+                v32 = img.tile.reshape(img.tile.shape[0], -1)[g0:g1][:, elem]
+                if not np.isnan(v32).any():
+                    flat_t[flat] = v32.reshape(-1)
+                    continue
             if elem is not None:
                 vals = img.tile.reshape(img.tile.shape[0], -1)[g0:g1][:, elem].astype(np.float64)
             else:
