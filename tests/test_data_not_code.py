@@ -496,3 +496,22 @@ def test_the_deepest_program_allowed_runs_every_pass(tmp_path, cmd):
     r = subprocess.run([sys.executable, "-m", "tilesim", cmd[0], str(p), *cmd[1:]], capture_output=True, text=True,
                        cwd=ROOT, timeout=300)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-500:]
+
+
+# ------------------------------------------------------------------ sizes that overflow the emitted index
+def test_a_tensor_over_2_31_elements_is_not_emitted_with_a_32_bit_index():
+    """Each size in a program is a C int, but the emitted `C[gr * 65536 + gc]` multiplies two of them in
+    int: a 65536 x 65536 tensor (2**32 elements) overflowed (undefined; on hardware a wrapped, negative
+    index: a write outside the tensor). 0.7.0 emitted it; now emit refuses it and check's paths say why."""
+    from tilesim.codegen import CodegenError
+    from tilesim.ir.ops import program_paths
+
+    doc = _doc()
+    doc["tensors"][2][3] = [65536, 65536]
+    prog = Program.from_json(json.dumps(doc))
+    with pytest.raises(CodegenError, match="2147483647"):
+        emit_hip(prog)
+    paths = program_paths(prog)
+    assert not paths["emit"].ok and "32-bit" in paths["emit"].reason
+    doc["tensors"][2][3] = [32768, 65535]  # 2**31 - 32768 elements: every index fits
+    emit_hip(Program.from_json(json.dumps(doc)))

@@ -362,6 +362,11 @@ def emit_refusals(prog: Any) -> list[tuple[str, str]]:
 
 def _emit_refusal(op: Any, prog: Any) -> str | None:
     k = op.kind
+    if k in ("load", "store"):
+        t = prog.tensor(op.attr("tensor"))
+        if t.shape[0] * t.shape[1] > INT_MAX:  # `gr * cols + gc` is computed in int
+            return (f"tensor {ascii(t.name)[:60]} has {t.shape[0] * t.shape[1]} elements; the generated code "
+                    f"indexes a tensor with a 32-bit int (at most {INT_MAX} elements)")
     if k in ("load", "store", "lds_store", "lds_load"):
         v = op.out if k in ("load", "lds_load") else op.args[0 if k == "store" else 1]
         if not v.layout.is_function():
