@@ -18,7 +18,8 @@ from pathlib import Path
 TWINS = {"gfxtwin1100": "gfx1100", "gfxtwin1201": "gfx1201", "gfxtwin942": "gfx942", "gfxtwin950": "gfx950",
          "gfxtwin90a": "gfx90a", "gfxtwin1250": "gfx1250", "sm_twin90": "sm_90", "sm_twin80": "sm_80"}
 # The one edit, appended to tilesim/targets.py of a copy of the package (tests/test_one_source.py does it).
-TABLE_EDIT = "from dataclasses import replace\n" + "".join(f"TARGETS[{f!r}] = replace(TARGETS[{r!r}], name={f!r})\n" for f, r in TWINS.items())
+TABLE_EDIT = "from dataclasses import replace\n" + "".join(
+    f"TARGETS[{f!r}] = replace(TARGETS[{r!r}], name={f!r})\n" for f, r in TWINS.items())
 
 import re  # noqa: E402
 

