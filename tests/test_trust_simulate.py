@@ -164,3 +164,48 @@ def test_outputs_a_reference_leaves_out_are_said_to_be_unjudged(tmp_path, capsys
     assert not np.allclose(ts.simulate(p, X=X)["Z"], 2 * X.astype(np.float64))  # Z is wrong by numpy
     v = run(p, device="none", reference={}, X=X)
     assert v.ok and "not judged: no float64 reference was given" in v.reason
+
+
+SKIP_LAST = textwrap.dedent("""
+    import numpy as np
+    import tilesim as ts
+
+    @ts.kernel
+    def g(A: ts.Tensor["bf16", "M", "K"], B: ts.Tensor["bf16", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
+        op = ts.mma_op("v_wmma_f32_16x16x16_bf16")
+        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc = ts.zeros(op.layout("C"), "f32")
+        for k in ts.range(0, A.shape[1] - op.k, op.k):   # one k-step short
+            acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+    def programs():
+        return [g.specialize(target="gfx1201", M=32, N=32, K=256)]
+
+    def inputs(prog, seed=0):   # float64 values: bf16 rounds them
+        rng = np.random.default_rng(seed)
+        return {"A": rng.standard_normal((32, 256)), "B": rng.standard_normal((256, 32))}
+
+    def reference(A, B):
+        return {"C": np.asarray(A, np.float64) @ np.asarray(B, np.float64)}
+""")
+
+
+def test_unrounded_inputs_do_not_widen_the_bound_enough_to_pass_a_skipped_k_step(tmp_path, capsys):
+    """bf16 inputs given as float64: 0.7.0 widened the bound by 2 eps sqrt(K) (0.5 at K=256) and passed
+    a GEMM that drops its last k-step. The CLI now rounds the inputs to bf16 before reference() and the
+    simulator, so the bound stays the model's. numpy: the missing k-step changes C by far more than that."""
+    import ml_dtypes
+
+    f = tmp_path / "skip.py"
+    f.write_text(SKIP_LAST)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((32, 256)).astype(ml_dtypes.bfloat16).astype(np.float64)
+    B = rng.standard_normal((256, 32)).astype(ml_dtypes.bfloat16).astype(np.float64)
+    missing = A[:, 240:] @ B[240:, :]
+    assert np.abs(missing).max() > 1e-2 * (np.abs(A @ B).max() + 1)
+    assert main(["simulate", str(f), "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)[0]["status"] == "REFERENCE_MISMATCH"
+    assert main(["run", str(f), "--device", "none"]) == 1
+    assert capsys.readouterr().out.startswith("SIM_MISMATCH")

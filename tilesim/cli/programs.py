@@ -92,6 +92,23 @@ def _expand_paths(paths: list[str]) -> list[str]:
     return out
 
 
+def _random_inputs(prog: object, seed: int) -> dict:
+    """Standard normal inputs as the kernel reads them: float tensors rounded to their type
+    (tilesim.diff.rounded_inputs; bf16 and fp8 as float64 values), integer tensors truncated."""
+    import numpy as np
+
+    from tilesim.diff import rounded_inputs
+    from tilesim.matrix.dtypes import dtype
+
+    rng = np.random.default_rng(seed)
+    arrays = {}
+    for t in prog.tensors:
+        if not t.output:
+            x = rng.standard_normal(t.shape)
+            arrays[t.name] = x if dtype(t.dtype).kind == "float" else x.astype(dtype(t.dtype).np)
+    return rounded_inputs(prog, arrays)
+
+
 def _reference(ref: object, prog: object, path: str) -> dict:
     """The user's ``reference()`` result, checked: ``{output tensor: real array of its shape}``."""
     import numpy as np
@@ -147,11 +164,8 @@ def cmd_check(args: argparse.Namespace) -> tuple[str, int]:
 def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     import warnings
 
-    import numpy as np
-
-    from tilesim.diff import judge_simulation
+    from tilesim.diff import judge_simulation, rounded_inputs
     from tilesim.errors import CheckWarning
-    from tilesim.matrix.dtypes import dtype
     from tilesim.wave.inspect import inspect
     from tilesim.wave.sim import simulate
 
@@ -161,9 +175,8 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
         if module is not None and hasattr(module, "inputs"):
             arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
         else:
-            rng = np.random.default_rng(args.seed)
-            arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np)
-                      for t in prog.tensors if not t.output}
+            arrays = _random_inputs(prog, args.seed)
+        arrays = rounded_inputs(prog, arrays)  # what the kernel reads: reference() sees it too
         with warnings.catch_warnings():  # the check errors are reported below, as the verdict
             warnings.simplefilter("ignore", CheckWarning)
             res = simulate(prog, **arrays)
@@ -242,10 +255,7 @@ def cmd_compile(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
-    import numpy as np
-
-    from tilesim.diff import exit_status, run
-    from tilesim.matrix.dtypes import dtype
+    from tilesim.diff import exit_status, rounded_inputs, run
 
     progs, module = _load_programs(args.file, args.target)
     verdicts = []
@@ -253,9 +263,8 @@ def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
         if module is not None and hasattr(module, "inputs"):
             arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
         else:
-            rng = np.random.default_rng(args.seed)
-            arrays = {t.name: rng.standard_normal(t.shape).astype(dtype(t.dtype).np) for t in prog.tensors
-                      if not t.output}
+            arrays = _random_inputs(prog, args.seed)
+        arrays = rounded_inputs(prog, arrays)  # what the kernel reads: reference() sees it too
         ref = _reference(_user(module, "reference", args.file, **arrays), prog, args.file) \
             if module is not None and hasattr(module, "reference") else None
         verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout, **arrays))

@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from tilesim.diff.reference import ReferenceCheck, check_reference
+from tilesim.diff.reference import ReferenceCheck, check_reference, inexact_inputs
 from tilesim.ir.core import Program
 from tilesim.ir.verify import check_errors
 from tilesim.wave.sim import SimResult
 from tilesim.wave.undefined import undefined as simulation_errors
 
 __all__ = ["SIMULATE_STATUS", "SimJudgement", "check_errors", "judge_simulation", "simulation_errors",
-           "unjudged_note"]
+           "loose_note", "unjudged_note"]
 
 SIMULATE_STATUS: dict[str, int] = {"REFERENCE_OK": 0, "NOT_JUDGED": 0, "REFERENCE_MISMATCH": 1, "CHECK_FAILED": 1}
 
@@ -73,8 +73,16 @@ def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | 
         return SimJudgement("CHECK_FAILED", f"check found {len(errs)} error(s): {errs[0]}", errs, ref)
     if ref is None or not ref.max_abs:  # no reference, or one that names no output
         return SimJudgement("NOT_JUDGED", NOT_JUDGED, errs, ref)
+    inexact = inexact_inputs(prog, arrays)
     return SimJudgement("REFERENCE_OK", "the simulation equals the float64 reference within the numerics model's "
-                        "tolerance" + unjudged_note(ref), errs, ref)
+                        "tolerance" + unjudged_note(ref) + (loose_note(inexact, ref) if inexact else ""), errs, ref)
+
+
+def loose_note(inexact: list[str], ref: ReferenceCheck) -> str:
+    """Why a passing comparison is weak: inputs rounded by the kernel but not by the reference."""
+    return (f"; inputs {', '.join(inexact)} are not exactly representable in their tensor types, so the reference "
+            f"was only checked to rtol {ref.rtol:.2g} (round them first: tilesim.diff.rounded_inputs, as the "
+            "command line does)")
 
 
 def unjudged_note(ref: ReferenceCheck) -> str:

@@ -9,7 +9,11 @@ caller's floats). Errors are measured against the tile's scale, ``rtol * (max |r
 
 A layout bug moves whole elements: its error is of the order of the data itself, far above
 these bounds (a gfx1100 GEMM declared with RDNA4's accumulator rows: 26.6 against a bound of
-about 2e-4), so the bound can afford to be generous without hiding one.
+about 2e-4), so the bound can afford to be generous without hiding one. Not so for the input
+rounding term: it grows as ``sqrt(K)`` times the type's epsilon (bf16, K=256: 0.5; fp8: more), wide
+enough to pass a GEMM that skips k-steps. So the command line rounds the inputs to their declared
+types (:func:`rounded_inputs`) before it calls ``reference()`` and the simulator, and a verdict
+whose bound was widened this way says so (:func:`inexact_inputs`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.numerics import quantize, tolerance
 
-__all__ = ["ReferenceCheck", "check_reference", "result_tolerance"]
+__all__ = ["ReferenceCheck", "check_reference", "inexact_inputs", "result_tolerance", "rounded_inputs"]
 
 _FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row)
 _MANTISSA_10 = ("xf32", "tf32")  # f32 storage, 10 explicit mantissa bits in the math
@@ -60,16 +64,37 @@ def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None)
     narrow = {op.out.dtype for op in prog.walk() if op.kind == "cast" and op.out is not None and op.out.dtype}
     narrow |= {t.dtype for t in prog.tensors if t.output}
     rtol += sum(2.0 * _eps(n) for n in narrow if _eps(n) > _eps("f32"))
+    for name in inexact_inputs(prog, arrays):  # each product of two rounded inputs moves by 2 eps; K add like a walk
+        rtol += 2.0 * _eps(prog.tensor(name).dtype) * math.sqrt(k)
+    return max(rtol, _FLOOR), atol
+
+
+def inexact_inputs(prog: Program, arrays: dict[str, np.ndarray] | None) -> list[str]:
+    """The float input tensors whose given values are not exactly representable in their declared type."""
+    out = []
     for t in prog.tensors:
         arr = None if arrays is None or t.output else arrays.get(t.name)
         if arr is None or dtype(t.dtype).kind != "float":
             continue
         a64 = np.asarray(arr, np.float64)
         with np.errstate(all="ignore"):
-            exact = np.array_equal(np.asarray(quantize(a64, t.dtype), np.float64), a64, equal_nan=True)
-        if not exact:  # each product of two rounded inputs moves by 2 eps; K of them add like a random walk
-            rtol += 2.0 * _eps(t.dtype) * math.sqrt(k)
-    return max(rtol, _FLOOR), atol
+            if not np.array_equal(np.asarray(quantize(a64, t.dtype), np.float64), a64, equal_nan=True):
+                out.append(t.name)
+    return out
+
+
+def rounded_inputs(prog: Program, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``arrays`` with each inexact float input rounded to its declared type (the values the kernel
+    reads), so that a reference computed from them needs no widened bound."""
+    out = dict(arrays)
+    for name in inexact_inputs(prog, arrays):
+        d = dtype(prog.tensor(name).dtype)
+        with np.errstate(all="ignore"):
+            q = np.asarray(quantize(np.asarray(arrays[name], np.float64), d.name), np.float64)
+        typed = q.astype(d.np)  # the tensor's own numpy type where numpy knows it (f16, f32), else float64
+        out[name] = typed if typed.dtype.kind == "f" and np.array_equal(typed.astype(np.float64), q, equal_nan=True) \
+            else q
+    return out
 
 
 @dataclass(frozen=True)

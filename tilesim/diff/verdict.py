@@ -52,8 +52,8 @@ import numpy as np
 
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
-from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, simulation_errors, unjudged_note
-from tilesim.diff.reference import ReferenceCheck, beyond, check_reference, result_tolerance
+from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, loose_note, simulation_errors, unjudged_note
+from tilesim.diff.reference import ReferenceCheck, beyond, check_reference, inexact_inputs, result_tolerance
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
 from tilesim.hw import amd, nvidia, offline  # module attributes, looked up at call time (tests replace them)
 from tilesim.hw.watchdog import Opaque, guarded_call
@@ -232,6 +232,7 @@ class _Judge:
         self.blame: list[str] = []
         self.pattern = ""
         self.counts: np.ndarray | None = None
+        self.inexact: list[str] = []  # inputs not representable in their types: the reference bound is loose
         if res is not None and ref is not None and not ref.ok:
             for name, mask in ref.bad:
                 if mask.any():
@@ -264,6 +265,8 @@ class _Judge:
                 return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
             if EXIT_STATUS[status] == 0:  # a device agreeing with the simulator: intent unjudged
                 reason += f"; {NOT_JUDGED}" if self.ref is None or not self.ref.max_abs else unjudged_note(self.ref)
+                if self.ref is not None and self.inexact:
+                    reason += loose_note(self.inexact, self.ref)
         return Verdict(status, self.prog, reason, **common, **kw)
 
 
@@ -298,6 +301,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays)
     # an LDS race or disagreeing replicas the simulator saw leave the device's result undefined
     judge = _Judge(prog, check_errors + simulation_errors(res), res, ref, reference)
+    judge.inexact = inexact_inputs(prog, arrays) if reference is not None else []
     try:
         em = emit_hip(prog)
     except CodegenError as e:
