@@ -18,7 +18,6 @@ from tilesim.ir import (
     cast,
     convert,
     elementwise,
-    exp,
     grid,
     kernel,
     lds_alloc,
@@ -28,7 +27,6 @@ from tilesim.ir import (
     load,
     load_col,
     load_row,
-    maximum,
     mma,
     mma_op,
     range,
@@ -56,8 +54,8 @@ __version__ = "0.7.0"
 
 __all__ = [
     "audit", "audit_program", "emulate", "emulate_program",
-    "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc",
-    "lds_load", "lds_load_tr", "lds_store", "load", "load_col", "load_row", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
+    "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "grid", "kernel", "lds_alloc",
+    "lds_load", "lds_load_tr", "lds_store", "load", "load_col", "load_row", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
     "tile_id", "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run",
     "Verdict",
     "DeviceError",

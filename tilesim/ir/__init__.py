@@ -12,7 +12,6 @@ from tilesim.ir.dsl import (
     cast,
     convert,
     elementwise,
-    exp,
     grid,
     kernel,
     lds_alloc,
@@ -22,7 +21,6 @@ from tilesim.ir.dsl import (
     load,
     load_col,
     load_row,
-    maximum,
     mma,
     mma_op,
     range,
@@ -38,8 +36,8 @@ from tilesim.ir.dsl import (
 
 __all__ = [
     "OP_KINDS", "Block", "Frag", "Kernel", "LdsLayout", "MmaOp", "Op", "Program", "Scalar", "Tensor", "TensorParam",
-    "Value", "barrier", "cast", "convert", "elementwise", "exp", "grid", "kernel", "lds_alloc", "lds_load", "lds_load_tr", "lds_store",
-    "load", "load_col", "load_row", "maximum", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when",
+    "Value", "barrier", "cast", "convert", "elementwise", "grid", "kernel", "lds_alloc", "lds_load", "lds_load_tr", "lds_store",
+    "load", "load_col", "load_row", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when",
     "zeros",
 ]
 
