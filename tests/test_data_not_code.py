@@ -515,3 +515,19 @@ def test_a_tensor_over_2_31_elements_is_not_emitted_with_a_32_bit_index():
     assert not paths["emit"].ok and "32-bit" in paths["emit"].reason
     doc["tensors"][2][3] = [32768, 65535]  # 2**31 - 32768 elements: every index fits
     emit_hip(Program.from_json(json.dumps(doc)))
+
+
+def test_a_workgroup_over_the_targets_limit_is_not_emitted():
+    """0.7.0 emitted `TS_BOUNDS(68719476704)` (32 lanes x 2**31-1 waves: no C int, no workgroup) for a
+    program JSON's waves_per_workgroup; the workgroup size is range-checked against the target now."""
+    from tilesim.codegen import CodegenError
+    from tilesim.targets import get_target
+
+    doc = _doc()
+    limit = get_target(doc["target"]).max_workgroup_size
+    for waves in (2**31 - 1, limit // doc["wave_size"] + 1):
+        doc["waves_per_workgroup"] = waves
+        with pytest.raises(CodegenError, match=str(limit)):
+            emit_hip(Program.from_json(json.dumps(doc)))
+    doc["waves_per_workgroup"] = limit // doc["wave_size"]
+    assert f"TS_BOUNDS({limit})" in emit_hip(Program.from_json(json.dumps(doc))).source

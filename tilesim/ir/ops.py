@@ -353,6 +353,10 @@ def emit_refusals(prog: Any) -> list[tuple[str, str]]:
     loads/stores of a layout where one register slot holds several elements. The code generator
     raises the first of these itself, so ``check``'s paths and ``emit`` agree."""
     out: list[tuple[str, str]] = []
+    t, size = get_target(prog.target), prog.waves_per_workgroup * prog.wave_size
+    if size > t.max_workgroup_size:  # written into the kernel's launch bounds: a range-checked integer
+        out.append(("program", f"{prog.waves_per_workgroup} waves of {prog.wave_size} lanes = {size} work-items per "
+                               f"workgroup; {t.name} launches at most {t.max_workgroup_size}"))
     for i, op in enumerate(prog.walk()):
         why = _emit_refusal(op, prog)
         if why:
