@@ -522,6 +522,13 @@ def bench_cuda() -> list[dict[str, Any]]:
                            f["torch_matmul_fp16"]["median_s"], load_start=None, target={"max_ratio": 1 / 0.25},
                            tflops=f["block_gemm"]["tflops"], torch_tflops=f["torch_matmul_fp16"]["tflops"],
                            fraction_of_torch=f["block_vs_torch"]["fraction"], **src))
+    if "median_s" in f.get("torch_matmul_fp16", {}) and "block_gemm_async" in f:  # cp.async copies
+        out.append(_figure(f"cuda/block-async-vs-torch/{n}", f"block-tiled example {n}³ with cp.async copies "
+                           f"(examples/block_gemm.py async_copy=True) on {dev}", f["block_gemm_async"]["median_s"], "s",
+                           "torch.matmul fp16, same size", f["torch_matmul_fp16"]["median_s"], load_start=None,
+                           target={"max_ratio": 1 / 0.25}, tflops=f["block_gemm_async"]["tflops"],
+                           torch_tflops=f["torch_matmul_fp16"]["tflops"],
+                           fraction_of_torch=f["block_async_vs_torch"]["fraction"], **src))
     for row in out:  # measured on the device machine: this machine's load says nothing about them
         row["load_average_1min"] = None
     return out

@@ -16,6 +16,13 @@ A workgroup owns a ``BM x BN`` block of C (128 x 128) and walks K in slabs of ``
   times each — the register reuse that makes a warp tile pay;
 * **double buffering**: two slabs per buffer; step ``i`` reads slab ``i % 2`` while the waves stage
   step ``i + 1`` into the other; one barrier per step (see examples/lds_gemm.py for why one is enough).
+* **asynchronous copies** (``async_copy=True``): the slabs go global -> LDS with ``ts.lds_copy_async``
+  (``cp.async`` on NVIDIA, no registers), so step ``i + 1``'s copy is in flight while step ``i``'s mma run.
+  Per step: ``ts.async_wait(0)`` (this wave's copy of slab ``i`` landed), ``ts.barrier()`` (every wave's
+  landed, and every wave is done reading slab ``i - 1``), issue slab ``i + 1`` into the other buffer and
+  commit it, then compute on slab ``i``. Still one barrier per step. ``stages=3`` keeps two copies in
+  flight (three slabs per buffer, ``ts.async_wait(1)``). AMD targets emit the copy synchronously (same
+  result; docs/guide.md).
 
 Variants (``CONFIGS``): NVIDIA sm_90 ``mma.sync m16n8k16`` (4 warps, 2 x 2, warp tile 64 x 64),
 CDNA3 gfx942 and CDNA4 gfx950 MFMA 16x16x16 (4 waves, 2 x 2, warp tile 64 x 64), RDNA4 gfx1201 WMMA 16x16x16
@@ -58,7 +65,8 @@ def copy_layout(rows: int, cols: int, wave_size: int, vec: int = VEC) -> Layout:
 
 @ts.kernel
 def block_gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
-               *, mma="v_mfma_f32_16x16x16_f16", waves_m=2, waves_n=2, tiles_m=4, tiles_n=4, BK=32):
+               *, mma="v_mfma_f32_16x16x16_f16", waves_m=2, waves_n=2, tiles_m=4, tiles_n=4, BK=32, async_copy=False,
+               stages=2):
     op = ts.mma_op(mma)
     nw = waves_m * waves_n
     ts.waves(nw)
@@ -70,8 +78,9 @@ def block_gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: 
     wm, wn = w // waves_n, w % waves_n
     # 16-byte swizzle units: A rows are BK f16 (64 bytes), so rows 2 apart share banks -> phase every 2 rows;
     # B rows are BN f16 (256 bytes), every row -> phase every row
-    sA = ts.lds_alloc("f16", 2 * BM, BK, vec=VEC, per_phase=2, max_phase=BK // VEC)
-    sB = ts.lds_alloc("f16", 2 * BK, BN, vec=VEC, per_phase=1, max_phase=min(8, BN // VEC))
+    nst = stages if async_copy else 2  # slabs per buffer
+    sA = ts.lds_alloc("f16", nst * BM, BK, vec=VEC, per_phase=2, max_phase=BK // VEC)
+    sB = ts.lds_alloc("f16", nst * BK, BN, vec=VEC, per_phase=1, max_phase=min(8, BN // VEC))
     a_rows, b_rows = BM // nw, BK // nw
     a_copy, b_copy = copy_layout(a_rows, BK, op.wave_size), copy_layout(b_rows, BN, op.wave_size)
 
@@ -81,28 +90,49 @@ def block_gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: 
         ts.lds_store(sA, slab * BM + w * a_rows, 0, ga)
         ts.lds_store(sB, slab * BK + w * b_rows, 0, gb)
 
-    stage(0, 0)
-    ts.barrier()
+    def stage_async(k, slab):  # global -> LDS slab `slab` without registers, in flight until the wait
+        ts.lds_copy_async(sA, slab * BM + w * a_rows, 0, A[tm * BM + w * a_rows:, k:], a_copy)
+        ts.lds_copy_async(sB, slab * BK + w * b_rows, 0, B[k + w * b_rows:, tn * BN:], b_copy)
+
+    if async_copy:
+        for s in range(nst - 1):  # the first nst - 1 slabs in flight, one group each (empty past K)
+            if s * BK < A.shape[1]:
+                stage_async(s * BK, s)
+            ts.async_commit()
+    else:
+        stage(0, 0)
+        ts.barrier()
     acc = [[ts.zeros(op.layout("C"), "f32") for _ in range(tiles_n)] for _ in range(tiles_m)]
     for k in ts.range(0, A.shape[1], BK):
-        cur = k // BK % 2
-        with ts.when(k + BK < A.shape[1]):
-            stage(k + BK, 1 - cur)
+        cur = k // BK % nst
+        if async_copy:
+            ts.async_wait(nst - 2)  # this wave's copies of slab `cur` landed (all but the newest nst - 2 groups)
+            ts.barrier()  # ... and every wave's; every wave is done reading the slab the previous step read
+            ahead = (nst - 1) * BK
+            with ts.when(k + ahead < A.shape[1]):
+                stage_async(k + ahead, (k // BK + nst - 1) % nst)
+            ts.async_commit()  # (an empty group near the end)
+        else:
+            with ts.when(k + BK < A.shape[1]):
+                stage(k + BK, 1 - cur)
         for kk in range(0, BK, op.k):
             a = [ts.lds_load(sA, cur * BM + wm * TM + i * op.m, kk, op.layout("A")) for i in range(tiles_m)]
             b = [ts.lds_load(sB, cur * BK + kk, wn * TN + j * op.n, op.layout("B")) for j in range(tiles_n)]
             for i in range(tiles_m):
                 for j in range(tiles_n):
                     acc[i][j] = ts.mma(op, a[i], b[j], acc[i][j])
-        ts.barrier()
+        if not async_copy:
+            ts.barrier()
     for i in range(tiles_m):
         for j in range(tiles_n):
             ts.store(C[tm * BM + wm * TM + i * op.m:, tn * BN + wn * TN + j * op.n:], acc[i][j])
 
 
-def program(target: str, M: int = 128, N: int = 128, K: int = 64) -> ts.Program:
+def program(target: str, M: int = 128, N: int = 128, K: int = 64, async_copy: bool = False,
+            stages: int = 2) -> ts.Program:
     mma, options = CONFIGS[target]
-    return block_gemm.specialize(target=target, M=M, N=N, K=K, mma=mma, **options)
+    return block_gemm.specialize(target=target, M=M, N=N, K=K, mma=mma, async_copy=async_copy, stages=stages,
+                                 **options)
 
 
 def programs(M: int = 128, N: int = 128, K: int = 64) -> list[ts.Program]:

@@ -76,7 +76,10 @@ def _shuffle_const_branch() -> Program:
 def _bases() -> tuple[tuple[str, str], ...]:
     """(name, JSON text) of the first program of every example, plus the extra program."""
     out = [(m, importlib.import_module(f"examples.{m}").programs()[0].to_json()) for m in EXAMPLES]
-    return (*out, ("extra", _shuffle_const_branch().to_json()))
+    from examples.block_gemm import program
+
+    async_copies = program("sm_90", async_copy=True).to_json()  # lds_copy_async, async_commit, async_wait
+    return (*out, ("extra", _shuffle_const_branch().to_json()), ("block_gemm async", async_copies))
 
 
 def _leaves(x, path=()):

@@ -14,6 +14,8 @@ from tilesim.targets import get_target, has, occupancy
 from tilesim.ir import (
     Program,
     Tensor,
+    async_commit,
+    async_wait,
     barrier,
     cast,
     convert,
@@ -21,6 +23,7 @@ from tilesim.ir import (
     grid,
     kernel,
     lds_alloc,
+    lds_copy_async,
     lds_load,
     lds_load_tr,
     lds_store,
@@ -54,8 +57,8 @@ __version__ = "0.7.0"
 
 __all__ = [
     "audit", "audit_program", "emulate", "emulate_program",
-    "Program", "SimResult", "Tensor", "barrier", "cast", "convert", "elementwise", "grid", "kernel", "lds_alloc",
-    "lds_load", "lds_load_tr", "lds_store", "load", "load_col", "load_row", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
+    "Program", "SimResult", "Tensor", "async_commit", "async_wait", "barrier", "cast", "convert", "elementwise", "grid", "kernel", "lds_alloc",
+    "lds_copy_async", "lds_load", "lds_load_tr", "lds_store", "load", "load_col", "load_row", "mma", "mma_op", "range", "reduce", "shuffle", "simulate", "store",
     "tile_id", "wave_id", "waves", "when", "zeros", "check", "equivalent", "inspect", "port", "Port", "PortError", "run",
     "Verdict",
     "DeviceError",

@@ -63,6 +63,7 @@ FEATURES = frozenset(
         "dp4a",
         "mma_sync",
         "mma_sync_fp8",
+        "cp_async",  # asynchronous global -> shared copies, cp.async + commit/wait groups (PTX ISA, sm_80+)
         "agpr",  # accumulation registers exist (CDNA)
         "wave32",
         "wave64",
@@ -195,7 +196,7 @@ _GFX1250 = {"wmma", "wmma_gfx1250", "swmmac", "dot2", "dp4a"}
 
 
 def _nvidia(name: str, family: str, *, max_warps_sm: int, smem: int, fp8: bool, marketing: str) -> Target:
-    feats = {"mma_sync", "wave32"} | ({"mma_sync_fp8", "fp8_ocp"} if fp8 else set())
+    feats = {"mma_sync", "wave32", "cp_async"} | ({"mma_sync_fp8", "fp8_ocp"} if fp8 else set())
     return Target(
         name=name,
         family=family,

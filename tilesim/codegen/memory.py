@@ -3,6 +3,7 @@ expressions), LDS allocation, loads, stores and barriers."""
 
 from __future__ import annotations
 
+from tilesim.codegen.async_copy import emit_commit, emit_copy_async, emit_wait
 from tilesim.codegen.common import _UINT
 from tilesim.codegen.element_ops import broadcast_exprs, emit_global_typed, emit_lds, slot_get, slot_put, zero_bits
 from tilesim.codegen.lds_tr import emit_lds_load_tr
@@ -277,5 +278,14 @@ class MemoryOps:
 
     def op_barrier(self, op: Op, d: int) -> None:
         self.emit(d, "TS_BARRIER();")
+
+    def op_lds_copy_async(self, op: Op, d: int) -> None:
+        emit_copy_async(self, op, d)  # tilesim/codegen/async_copy.py
+
+    def op_async_commit(self, op: Op, d: int) -> None:
+        emit_commit(self, op, d)
+
+    def op_async_wait(self, op: Op, d: int) -> None:
+        emit_wait(self, op, d)
 
     # ------------------------------------------------------------------ compute

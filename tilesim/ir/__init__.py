@@ -8,6 +8,8 @@ from tilesim.ir.dsl import (
     MmaOp,
     Scalar,
     Tensor,
+    async_commit,
+    async_wait,
     barrier,
     cast,
     convert,
@@ -15,6 +17,7 @@ from tilesim.ir.dsl import (
     grid,
     kernel,
     lds_alloc,
+    lds_copy_async,
     lds_load,
     lds_load_tr,
     lds_store,
@@ -36,7 +39,7 @@ from tilesim.ir.dsl import (
 
 __all__ = [
     "OP_KINDS", "Block", "Frag", "Kernel", "LdsLayout", "MmaOp", "Op", "Program", "Scalar", "Tensor", "TensorParam",
-    "Value", "barrier", "cast", "convert", "elementwise", "grid", "kernel", "lds_alloc", "lds_load", "lds_load_tr", "lds_store",
+    "Value", "async_commit", "async_wait", "barrier", "cast", "convert", "elementwise", "grid", "kernel", "lds_alloc", "lds_copy_async", "lds_load", "lds_load_tr", "lds_store",
     "load", "load_col", "load_row", "mma", "mma_op", "range", "reduce", "shuffle", "store", "tile_id", "wave_id", "waves", "when",
     "zeros",
 ]

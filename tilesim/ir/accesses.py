@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import VerifyError
+from tilesim.ir.async_copy import InFlight, copy_problem
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.lds_tr import op_plan, tr_addresses
 from tilesim.ir.orders import Load, read_back_races
@@ -117,6 +118,9 @@ class _Static:
         self.epoch = 0
         self.written: np.ndarray | None = np.zeros((self.nwg, 0), bool)  # LDS bytes stored so far (None: too large)
         self.race_count = 0
+        # asynchronous copies in flight (tilesim/ir/async_copy.py): tracked even in a one-wave workgroup
+        self.flight = InFlight(self.wg_of, self.wave_of) if any(
+            o.kind == "lds_copy_async" for o in prog.walk()) else None
 
     # ------------------------------------------------------------------ helpers
     def note(self, severity: str, where: str, message: str, simulate: bool = False) -> None:
@@ -270,6 +274,13 @@ class _Static:
                           f"{self.lds_top} bytes is over the analysis budget")
             else:
                 self.written = np.pad(self.written, ((0, 0), (0, self.lds_top - self.written.shape[1])))
+        if self.flight is not None:
+            if self.nwg * self.lds_top > BUDGET // 8:  # two int32 per byte, and every LDS access reads them
+                self.flight = None
+                self.note("warning", "program", f"asynchronous copies not checked (reads before their wait): "
+                          f"{self.nwg} workgroups x {self.lds_top} LDS bytes is over the analysis budget")
+            else:
+                self.flight.grow(self.lds_top)
         if self.races:
             if self.nwg * self.lds_top * (self.W + 1) > BUDGET:
                 self.races = False
@@ -312,7 +323,8 @@ class _Static:
             self.note("error", self.where(op), why, simulate=True)
 
     def _lds(self, op: Op, buf: Value, v: Value, r0: Any, c0: Any, lead: tuple[int, ...], active: np.ndarray,
-             write: bool, transpose: bool = False) -> None:
+             write: bool, transpose: bool = False) -> np.ndarray | None:
+        """Bounds, then (when tracked) copies in flight and races of an LDS access; its byte addresses."""
         lay = buf.lds
         rr, cc, _ = _records(v, transpose)
         row0, col0 = self.full(self.scalar(r0, op), lead), self.full(self.scalar(c0, op), lead)
@@ -325,16 +337,21 @@ class _Static:
                       f"{lay.rows}x{lay.cols} buffer: rows {int(row0[bad].min() + rr.min())}..{int(row0[bad].max() + rr.max())}, "
                       f"cols {int(col0[bad].min() + cc.min())}..{int(col0[bad].max() + cc.max())} "
                       f"(workgroup {int(self.wg_of[g])}, wave {int(self.wave_of[g])})", simulate=True)
-            return
-        if buf.id not in self.lds_at or (not self.races and self.written is None):
-            return
+            return None
+        if buf.id not in self.lds_at or (not self.races and self.written is None and self.flight is None):
+            return None
         if lead:  # ordering across trips matters: loops touching LDS run trip by trip (see _loop)
             raise _Skip("LDS accessed in a loop evaluated all at once")
         addr = lay.offset(row0[:, None] + rr, col0[:, None] + cc) + self.lds_at[buf.id]
+        found = None if self.flight is None else self.flight.check(addr, lay.elem_bytes, active, write)
+        if found is not None:  # an access of bytes an asynchronous copy may still be writing
+            self.race_count += found[0]
+            self.note("error", self.where(op), f"{buf.short()}: {found[1]}")
         if self.written is not None:
             self._initialised(op, buf, addr, lay.elem_bytes, active, write)
         if self.races:
             self._race(op, buf, addr, lay.elem_bytes, active, write)
+        return addr
 
     def _initialised(self, op: Op, buf: Value, addr: np.ndarray, eb: int, active: np.ndarray, write: bool) -> None:
         """Mark the bytes a store writes; a read of a byte no store of its workgroup wrote is an error
@@ -354,6 +371,39 @@ class _Static:
             self.note("error", self.where(op), f"reads LDS {buf.short()} at byte {int(b[i]) - self.lds_at[buf.id]} "
                       f"(workgroup {int(wg[i])}, wave {int(wave)}), which no lds_store wrote before it "
                       f"({int(unset.sum())} byte reads of unwritten LDS): the device returns whatever the LDS held")
+
+    # ------------------------------------------------------------------ asynchronous copies
+    def op_lds_copy_async(self, op: Op, lead, active, scope) -> None:
+        """One instruction per group, inside the tensor, aligned (errors: a copy instruction has no mask);
+        then the LDS side as a write at issue (races with this epoch), in flight until its wait (a write
+        again when it lands there)."""
+        buf = op.args[0]
+        act = np.broadcast_to(active, np.broadcast_shapes(*(self.full(self.scalar(x, op), lead).shape
+                                                            for x in op.args[1:5])))
+        src0, dst0 = ([np.broadcast_to(self.full(self.scalar(x, op), lead), act.shape)[act] for x in xs]
+                      for xs in (op.args[3:5], op.args[1:3]))
+        bad = copy_problem(op, self.p.tensor(op.attr("tensor")).shape, self.lds_at.get(buf.id, 0), *src0, *dst0)
+        if bad is not None:
+            gi = None if bad[0] is None else int(np.flatnonzero(act.reshape(-1))[bad[0]]) % self.G
+            at = "" if gi is None else f"workgroup {int(self.wg_of[gi])}, wave {int(self.wave_of[gi])}: "
+            self.note("error", self.where(op), f"lds_copy_async: {at}{bad[1]}")
+            return
+        v = Value(0, "frag", buf.dtype, op.attr("layout"))
+        addr = self._lds(op, buf, v, op.args[1], op.args[2], lead, active, write=True)
+        if addr is None or self.flight is None:  # outside the buffer (reported), or not tracked (said)
+            return
+        self.flight.issue(self.op_index.get(id(op), -1), addr, buf.lds.elem_bytes, active, op)
+
+    def op_async_commit(self, op: Op, lead, active, scope) -> None:
+        if self.flight is not None:
+            self.flight.commit(active)
+
+    def op_async_wait(self, op: Op, lead, active, scope) -> None:
+        if self.flight is None:
+            return
+        for p, land in self.flight.wait(op.attr("pending"), active):
+            if self.races:  # the data lands now: a write of this epoch for the waves it landed in
+                self._race(p.payload, p.payload.args[0], p.addr, p.eb, land, True)
 
     def _race(self, op: Op, buf: Value, addr: np.ndarray, eb: int, active: np.ndarray, write: bool) -> None:
         byte = (addr[:, :, None] + np.arange(eb)).reshape(self.G, -1)
@@ -428,7 +478,7 @@ class _Static:
             return
         body_ops = [o for o in _walk(body)]
         sequential = any(i.kind == "scalar" for i, _ in carried) or any(
-            o.kind in ("lds_store", "lds_load", "lds_load_tr", "barrier") for o in body_ops)
+            o.kind.startswith(("lds_", "async_")) or o.kind == "barrier" for o in body_ops)
         if sequential:
             if trips * max(1, len(body_ops)) > _SEQ_TRIPS:
                 raise _Skip(f"a loop of {trips} trips with loop-carried scalars or LDS accesses")
@@ -584,6 +634,10 @@ def analyse(prog: Program) -> tuple[list[Note], int]:
     for (name, kind), (n, first) in st.oob.items():
         st.note("warning", "program", f"{n} element {kind.split()[0]}s outside {name} (masked: loads read 0, stores "
                 f"are dropped), e.g. {first}")
+    if st.flight is not None:
+        for p in st.flight.pending:
+            st.note("warning", f"op {p.op} (lds_copy_async)", "asynchronous copies that no ts.async_wait completes "
+                    "before the kernel ends (never committed, or never waited for): their data may land at any time")
     _coverage(st, prog)
     for where, message in read_back_races(prog, st.out_loads, st.stores, st.wg_of, st.wave_of):
         st.note("error", where, message)

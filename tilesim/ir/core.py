@@ -27,6 +27,9 @@ lds_store      lds, frag, row0, col0                  —
 lds_load       lds, row0, col0                        —
 lds_load_tr    lds, row0, col0                        instr (an LDS transpose read), transpose
 barrier        —                                      —
+lds_copy_async lds, row0, col0, trow0, tcol0          tensor, layout (which lane copies what), bytes
+async_commit   —                                      —
+async_wait     —                                      pending (groups left in flight)
 mma            a, b, c                                instr, family, modifiers
 mma_sparse     a (compressed values), b, c, metadata  instr, family, modifiers
 mma_scaled     a, b, c, scale_a, scale_b              instr, family, modifiers (SA/SB: block scales)
@@ -514,7 +517,7 @@ def _validate_op(prog: Program, op: Op, names: set[str]) -> None:
     """The attributes whose valid values depend on the program."""
     from tilesim.ir.ops import ELEMENTWISE
 
-    if op.kind in ("load", "store") and op.attr("tensor") not in names:
+    if op.kind in ("load", "store", "lds_copy_async") and op.attr("tensor") not in names:
         raise OpError(f"{op.kind} of unknown tensor {ascii(op.attr('tensor'))[:80]}; tensors: "
                       f"{choices(ascii(n)[:40] for n in sorted(names))}")
     if op.kind == "tile_id" and op.attr("axis") >= len(prog.grid):
@@ -523,9 +526,28 @@ def _validate_op(prog: Program, op: Op, names: set[str]) -> None:
     if op.kind == "shuffle" and len(op.attr("src_lane")) != prog.wave_size:
         raise OpError(f"shuffle has {len(op.attr('src_lane'))} source lanes; the program runs wave{prog.wave_size} "
                       f"(one source lane in 0..{prog.wave_size - 1} per lane)")
+    if op.kind == "lds_copy_async":
+        _validate_copy(prog, op)
     if op.kind == "elementwise":
         e = ELEMENTWISE[op.attr("op")]
         y = op.args[1]
         if (e.arity == 1) != (y is None):
             raise OpError(f"elementwise {e.name} takes {e.arity} operand(s); got "
                           f"{'none' if y is None else 'a second one'} for y")
+
+
+def _validate_copy(prog: Program, op: Op) -> None:
+    """An asynchronous copy moves the tensor's bytes into the buffer unchanged, one element per slot of
+    its layout: same element type on both sides, a layout of the program's wave with one element per
+    slot. (Alignment and bounds depend on the indices: check's memory analysis, tilesim/ir/accesses.py.)"""
+    buf, lay = op.args[0], op.attr("layout")
+    tp = prog.tensor(op.attr("tensor"))
+    if tp.dtype != buf.dtype:
+        raise OpError(f"lds_copy_async from tensor {ascii(tp.name)[:40]} ({tp.dtype}) into a {buf.dtype} buffer: "
+                      "the copy moves bytes, it does not convert; copy into a buffer of the tensor's type")
+    if dict(lay.in_dims)["lane"] != prog.wave_size or lay.elem_bits != DTYPES[tp.dtype].reg_bits:
+        raise OpError(f"lds_copy_async layout: {dict(lay.in_dims)['lane']} lanes of {lay.elem_bits}-bit elements; the "
+                      f"program runs wave{prog.wave_size} on {tp.dtype} ({DTYPES[tp.dtype].reg_bits} bits)")
+    if not lay.is_function():
+        raise OpError("lds_copy_async layout: one register slot holds several elements; a copy moves one element per "
+                      "slot")

@@ -42,6 +42,7 @@ from typing import Any
 
 from tilesim.errors import TilesimError, VerifyError
 from tilesim.targets import get_target
+from tilesim.ir.async_copy import widest_copy
 from tilesim.ir.core import Block, KernelOrigin, LdsLayout, Program, TensorParam, Value
 from tilesim.ir.ops import ELEMENTWISE, REDUCE, REDUCE_AXES, Elementwise
 from tilesim.layouts.layout import Layout
@@ -54,7 +55,8 @@ from tilesim.matrix.sparse import meta_layout, values_layout
 from tilesim.matrix.lds_transpose import select_transpose_read, transpose_read
 
 __all__ = ["Tensor", "kernel", "Kernel", "mma_op", "MmaOp", "grid", "waves", "tile_id", "wave_id", "zeros", "load",
-           "load_row", "load_col", "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "lds_load_tr", "barrier", "cast", "convert",
+           "load_row", "load_col", "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "lds_load_tr", "barrier", "lds_copy_async",
+           "async_commit", "async_wait", "cast", "convert",
            "shuffle", "reduce", "elementwise", "Frag", "Scalar"]  # + one function per ELEMENTWISE row (below)
 
 
@@ -503,3 +505,45 @@ def barrier() -> None:
     _tr().emit("barrier", None)
 
 
+
+
+def lds_copy_async(buf: Value, row0: Any, col0: Any, ref: _TileRef, layout: Layout, *, bytes: int | None = None) -> None:
+    """Copy a tile from global memory into LDS without going through registers: lane ``l`` copies the
+    elements ``layout`` gives it, element (row, col) from ``tensor[trow0 + row, tcol0 + col]`` (``ref`` is
+    ``T[trow0:, tcol0:]``) to ``buf[row0 + row, col0 + col]``, ``bytes`` (4, 8 or 16; default: the widest
+    the layout allows) per instruction. The copy is in flight until this wave's ``ts.async_commit()``
+    closes its group and an ``ts.async_wait(n)`` completes that group; other waves see the data after
+    a ``ts.barrier()`` that follows the wait. Reading (or writing) the destination earlier is a race:
+    ``check`` reports it and the simulator counts it. NVIDIA sm_80+: ``cp.async``; AMD: a synchronous
+    copy (global load, LDS store) with the same result (docs/guide.md, "Asynchronous copies")."""
+    if not isinstance(ref, _TileRef) or not isinstance(buf, Value) or buf.kind != "lds":
+        raise VerifyError("ts.lds_copy_async takes an LDS buffer (ts.lds_alloc), its row and column, a tensor tile "
+                          "like A[r0:, c0:] and a copy layout")
+    _check_frag_layout(layout)
+    d = _dtype(buf.dtype or "f32")
+    if ref.tensor.dtype != d.name:
+        raise VerifyError(f"ts.lds_copy_async from {ref.tensor.name} ({ref.tensor.dtype}) into a {d.name} buffer: the "
+                          "copy moves bytes unchanged; use a buffer of the tensor's type")
+    lay = layout.with_elem_bits(d.reg_bits)
+    eb = max(1, d.reg_bits // 8)
+    if bytes is None:
+        bytes = widest_copy(lay, eb)
+        if not bytes:
+            raise VerifyError("ts.lds_copy_async: the layout gives no lane 4, 8 or 16 bytes of consecutive, aligned "
+                              f"elements of a row ({d.name}, {eb} byte(s) each); copies move 4, 8 or 16 bytes")
+    _tr().emit("lds_copy_async", None, (buf, _as_arg(row0), _as_arg(col0), ref.row0, ref.col0),
+               tensor=ref.tensor.name, layout=lay, bytes=bytes)
+
+
+def async_commit() -> None:
+    """Close this wave's asynchronous copies issued since the last commit into a group (``cp.async.commit_group``)."""
+    _tr().emit("async_commit", None)
+
+
+def async_wait(pending: int = 0) -> None:
+    """Wait until at most ``pending`` of this wave's most recent committed groups are still in flight
+    (``cp.async.wait_group pending``): the older groups' data is in LDS for this wave; a
+    ``ts.barrier()`` after it shows it to the other waves."""
+    if not isinstance(pending, int) or isinstance(pending, bool):
+        raise VerifyError(f"ts.async_wait takes a number of groups, got {pending!r}"[:200])
+    _tr().emit("async_wait", None, pending=pending)

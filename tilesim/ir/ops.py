@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import TilesimError, VerifyError, choices
+from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import DTYPES
 from tilesim.targets import get_target
 
 __all__ = ["Macro", "Elementwise", "Binop", "Reduce", "Attr", "OpKind", "OpError", "ELEMENTWISE", "BINOPS", "REDUCE",
-           "REDUCE_AXES", "BROADCASTS", "KINDS", "OP_KINDS",
+           "REDUCE_AXES", "ASYNC_COPY_BYTES", "ASYNC_WAIT_MAX", "BROADCASTS", "KINDS", "OP_KINDS",
            "prelude_macros", "emit_refusals", "check_attrs", "INT_MAX", "PathStatus", "program_paths"]
 
 
@@ -254,6 +255,22 @@ def _lanes(v: Any) -> str | None:
     return None if ok else "one source lane per lane: 32 or 64 integers, each a lane of the wave"
 
 
+def _copy_layout(v: Any) -> str | None:
+    ok = isinstance(v, Layout) and set(v.in_names) == {"lane", "slot"} and {"row", "col"} <= set(v.out_names) \
+        and v.elem_bits is not None
+    return None if ok else "a fragment layout (lane, slot) -> (row, col) with its element bits"
+
+
+# bytes one lane moves per asynchronous copy instruction: the cp-size values of PTX cp.async
+# (PTX ISA, "cp.async": .ca takes 4, 8 or 16, .cg only 16; both addresses aligned to cp-size)
+ASYNC_COPY_BYTES = (4, 8, 16)
+ASYNC_WAIT_MAX = 7  # cp.async.wait_group N: N an immediate; deeper pipelines are not written here
+
+
+def _copy_bytes(v: Any) -> str | None:
+    return None if _is_int(v) and v in ASYNC_COPY_BYTES else f"one of: {choices(ASYNC_COPY_BYTES)}"
+
+
 @dataclass(frozen=True)
 class Attr:
     """An attribute of an op kind. ``check`` validates a plain value; ``structure`` names an
@@ -297,6 +314,14 @@ KINDS: Mapping[str, OpKind] = _rows(
     # one or more LDS transpose reads (tilesim/matrix/lds_transpose.py) fill the fragment
     OpKind("lds_load_tr", ("lds", "int", "int"), "frag", (Attr("instr", _token), _TRANSPOSE)),
     OpKind("barrier", (), None),
+    # global -> LDS without registers (docs/guide.md "Asynchronous copies"): args (buffer, row0, col0, tensor
+    # row0, tensor col0); lane l copies the elements `layout` gives it, `bytes` per instruction. The data lands
+    # at the async_wait that completes its commit group: reading the destination before then is a race.
+    OpKind("lds_copy_async", ("lds", "int", "int", "int", "int"), None,
+           (Attr("tensor", _name), Attr("layout", _copy_layout), Attr("bytes", _copy_bytes))),
+    OpKind("async_commit", (), None),  # close this wave's uncommitted copies into a group (may be empty)
+    # wait until at most `pending` of this wave's newest committed groups are still in flight
+    OpKind("async_wait", (), None, (Attr("pending", _int_in(0, ASYNC_WAIT_MAX)),)),
     OpKind("mma", ("frag", "frag", "frag"), "frag", _MMA_ATTRS),
     # SMFMAC/SWMMAC: (compressed A values, B, C, metadata bytes); tilesim/matrix/sparse.py
     OpKind("mma_sparse", ("frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS),

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import VerifyError
+from tilesim.ir.async_copy import InFlight
 from tilesim.ir.core import Value
 from tilesim.matrix.dtypes import decode, encode
 from tilesim.matrix.numerics import cast
@@ -96,6 +97,7 @@ class Lds:
         self.pend_all: list[tuple[np.ndarray, int, bool, np.ndarray]] = []
         self.pend_wg0: list[tuple[np.ndarray, int, bool, np.ndarray]] = []
         self.uniform = True  # every access of this epoch so far alike in every workgroup
+        self.flight = InFlight(wg_of, wave_of)  # asynchronous copies not landed yet (tilesim/wave/async_copy.py)
 
     # ------------------------------------------------------------------ allocation
     def alloc(self, buf: Value) -> None:
@@ -111,6 +113,7 @@ class Lds:
         self.last_writer = np.pad(self.last_writer, ((0, 0), (0, grow)), constant_values=-1)
         self.write_epoch = np.pad(self.write_epoch, ((0, 0), (0, grow)), constant_values=-1)
         self.read_epoch = np.pad(self.read_epoch, ((0, 0), (0, 0), (0, grow)), constant_values=-1)
+        self.flight.grow(self.top)
 
     def barrier(self) -> None:
         self.epoch += 1
@@ -184,6 +187,7 @@ class Lds:
     # ------------------------------------------------------------------ races
     def races(self, acc: _Access, eb: int, write: bool, what: str, active: np.ndarray) -> None:
         """Race check of an access whose elements (``eb`` bytes each) start at ``acc.addr``."""
+        self._in_flight(acc.addr, eb, write, what, active)
         if self.cached:
             key = (self.node, acc.token, write, None if active.all() else active.tobytes())
             hit = self.trie.get(key)
@@ -216,6 +220,7 @@ class Lds:
         """Race check of an access the cache does not know (a transpose read's per-lane addresses):
         pending cached passes are applied first, then this one in full; the epoch's path in the
         cache restarts at a fresh node, so no later access matches a path that skipped it."""
+        self._in_flight(addr, eb, write, what, active)
         for p in self.pend_all:
             self._race_pass(*p)
         self.pend_all, self.pend_wg0 = [], []
@@ -224,6 +229,14 @@ class Lds:
             self.trie[("uncached", len(self.trie))] = (len(self.trie) + 1, got)
             self.node, self.uniform = len(self.trie), False
         self._report(got, what)
+
+    def _in_flight(self, addr: np.ndarray, eb: int, write: bool, what: str, active: np.ndarray) -> None:
+        """An access of bytes an asynchronous copy may still be writing: a race, whichever wave it is."""
+        found = self.flight.check(addr, eb, active, write)
+        if found is not None:
+            self.rep.race_count += found[0]
+            if len(self.rep.races) < 20:
+                self.rep.races.append(f"{what}: {found[1]}")
 
     def _report(self, got: tuple[int, int, int, int, int, bool], what: str) -> None:
         n, wg, wave, byte, other, kind = got

@@ -41,6 +41,7 @@ from tilesim.matrix.numerics import cast, quantize
 from tilesim.wave.codec import Codec, codec
 from tilesim.wave.fused import run_fused_loop
 from tilesim.wave.inputs import check_inputs
+from tilesim.wave.async_copy import issue_copy, land_copies
 from tilesim.wave.lds_tr import run_lds_load_tr
 from tilesim.wave.provenance import Provenance, ProvenanceMap
 from tilesim.wave.kernels import gather_windows
@@ -300,9 +301,14 @@ class _Sim:
 
     def op_load(self, op: Op) -> None:
         c = self.codec_of(op.out)
-        name = op.attr("tensor")
-        row0, col0, tr = self.scalar(op.args[0]), self.scalar(op.args[1]), bool(op.attr("transpose"))
-        bc = op.attr("broadcast")
+        row0, col0 = self.scalar(op.args[0]), self.scalar(op.args[1])
+        self.set_frag(op.out, self.gather(op.attr("tensor"), c, row0, col0, bool(op.attr("transpose")),
+                                          op.attr("broadcast")))
+
+    def gather(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray, tr: bool = False,
+               bc: str | None = None, lazy: bool = True) -> np.ndarray | WindowImage:
+        """The register image a load of ``name`` through ``c`` holds (0 outside the tensor, reported);
+        ``lazy``: a :class:`WindowImage` where the bits can be gathered when read."""
         if c.slots is not None and not bc and self.in_bounds(name, c, row0, col0, tr):
             # every lane in bounds: gather the encoded bits straight into register slots (the same
             # bits as encoding the gathered values, which is elementwise)
@@ -311,15 +317,13 @@ class _Sim:
             off = self.offsets(name, c, tr)[0]
             rec_of_slot = c._slot_plan[1]
             bits = self.bits_of(name, c.dt)
-            if rec_of_slot is not None:  # gathered when read (an mma reads the tensor's bits directly)
-                self.set_frag(op.out, WindowImage(c, bits, base, off[rec_of_slot], name))
-            else:
-                self.set_frag(op.out, c.pack(gather_windows(bits, base, off)))
-            return
+            if rec_of_slot is not None and lazy:  # gathered when read (an mma reads the tensor's bits directly)
+                return WindowImage(c, bits, base, off[rec_of_slot], name)
+            return c.pack(gather_windows(bits, base, off))
         r, q, ok = self._global_access(name, c, row0, col0, False, tr, bc)
         t = self.tensors[name][r, q]
         vals = np.where(ok, cast(t.astype(np.float64) if t.dtype.kind == "f" else t, self.p.tensor(name).dtype, c.dt), 0)
-        self.set_frag(op.out, c.encode(vals))
+        return c.encode(vals)
 
     def op_store(self, op: Op) -> None:
         v = op.args[0]
@@ -452,6 +456,15 @@ class _Sim:
 
     def op_barrier(self, op: Op) -> None:
         self.lds.barrier()
+
+    def op_lds_copy_async(self, op: Op) -> None:
+        issue_copy(self, op)  # tilesim/wave/async_copy.py
+
+    def op_async_commit(self, op: Op) -> None:
+        self.lds.flight.commit(self.active)
+
+    def op_async_wait(self, op: Op) -> None:
+        land_copies(self, op)
 
     # ------------------------------------------------------------------ math
     def op_mma(self, op: Op) -> None:
