@@ -60,39 +60,34 @@ def _compile(fn, M: int, N: int, K: int, parallel: bool, contract: bool):
 
 
 @functools.lru_cache(maxsize=None)
-def mma_chain_kernel(M: int, N: int, K: int, parallel: bool, contract: bool):
+def mma_chain_kernel(M: int, N: int, K: int, contract: bool):
     """The fused chain for ``M x N x K`` tiles (see :func:`tilesim.wave.kernels.mma_chain`):
     ``kernel(ta, ia, tb, ib, acc)`` runs steps ``t`` of waves ``g``: A tile ``ta[ia[t, g]]``
     (k-major, ``[k*M + m]``), B tile ``tb[ib[t, g]]`` (row-major, ``[k*N + n]``), ``acc[g]`` (float32
     ``[M, N]``, updated in place) ``= f32(sum_k a*b + acc)``, each sum from +0 in k order in float64.
-    Returns True when a result was NaN. ``parallel``: waves in tasks of 16 on numba's threads.
+    Returns True when a result was NaN. One thread (the caller runs ranges of waves on threads).
     ``contract``: FMA allowed, for operands that are all float32 values (see above)."""
 
     def chain(ta, ia, tb, ib, acc):  # pragma: no cover - compiled
         _ = contract  # a closure cell, so numba's disk cache keys on it (its key leaves out fastmath)
         T, G = ia.shape
-        per = 16 if parallel else max(G, 1)
-        tasks = (G + per - 1) // per
-        bad = np.zeros(tasks, np.int64)
-        for task in numba.prange(tasks):
-            nan = 0
-            for g in range(task * per, min(G, task * per + per)):
-                for t in range(T):
-                    at = ta[ia[t, g]]
-                    b = tb[ib[t, g]]
-                    for m in range(M):
-                        row = acc[g, m]
-                        for n in range(N):
-                            s = 0.0
-                            for k in range(K):
-                                s += at[k * M + m] * b[k * N + n]
-                            v = s + np.float64(row[n])
-                            nan += v != v
-                            row[n] = np.float32(v)
-            bad[task] = nan
-        return bad.any()
+        nan = 0
+        for g in range(G):
+            for t in range(T):
+                at = ta[ia[t, g]]
+                b = tb[ib[t, g]]
+                for m in range(M):
+                    row = acc[g, m]
+                    for n in range(N):
+                        s = 0.0
+                        for k in range(K):
+                            s += at[k * M + m] * b[k * N + n]
+                        v = s + np.float64(row[n])
+                        nan += v != v
+                        row[n] = np.float32(v)
+        return nan > 0
 
-    return _compile(chain, M, N, K, parallel, contract)
+    return _compile(chain, M, N, K, False, contract)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -24,7 +24,7 @@ def _find_numba() -> bool:
 
 
 HAVE_NUMBA = _find_numba()  # numba is installed (tests set this False to run the numpy fallbacks)
-_PARALLEL_MACS = 1 << 26  # a fused chain this large runs on threads; smaller ones in one (no pool hand-offs)
+_PARALLEL_MACS = 1 << 26  # a fused chain this large runs on numba's thread count; smaller ones in one thread
 _PARALLEL_STEP_MACS = 1 << 23  # an mma step (every wave, one k-step) this large runs on threads
 
 __all__ = ["HAVE_NUMBA", "available", "batched_dot", "gather_windows", "lds_bank_cycles", "lds_races", "mma_chain",
@@ -148,22 +148,52 @@ def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndar
     if not T:
         return out
     off_at = np.ascontiguousarray(off_a.reshape(M, k).T).reshape(-1)  # k-major A tiles for the kernel
+    exact = all(_lut_f32(lut) if lut is not None else _f32_values(v) for v, lut in ((va, lut_a), (vb, lut_b)))
+    kernel = jit.mma_chain_kernel(M, N, k, exact)
+    G = out.shape[0]
+    threads = min(jit.numba.get_num_threads(), G) if macs >= _PARALLEL_MACS else 1
+    if threads <= 1:
+        return None if _chain_part(kernel, va, base_a, off_at, lut_a, vb, base_b, off_b, lut_b, out, budget) else out
+    # Python threads on contiguous wave ranges, each through every step (the kernel releases the
+    # GIL). numba's own pool took a parallel region per chunk of steps, and on a loaded machine its
+    # workers spun at each region's barrier: twice the CPU time and wall time of one thread.
+    # Each range gathers the operand tiles its waves read (B tiles twice with two ranges).
+    cuts = np.linspace(0, G, 2 * threads + 1).astype(int)
+    parts = [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    futures = [_pool(threads).submit(_chain_part, kernel, va, base_a[:, a:b], off_at, lut_a, vb, base_b[:, a:b], off_b,
+                                     lut_b, out[a:b], max(1, budget // len(parts))) for a, b in parts]
+    nan = [f.result() for f in futures]
+    return None if any(nan) else out
+
+
+@functools.lru_cache(maxsize=4)
+def _pool(threads: int) -> "concurrent.futures.ThreadPoolExecutor":
+    import concurrent.futures
+
+    return concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="tilesim-mac")
+
+
+def _chain_part(kernel, va: np.ndarray, base_a: np.ndarray, off_at: np.ndarray, lut_a: np.ndarray | None,
+                vb: np.ndarray, base_b: np.ndarray, off_b: np.ndarray, lut_b: np.ndarray | None, out: np.ndarray,
+                budget: int) -> bool:
+    """Every step of the waves of ``out`` (a C-contiguous range of the accumulator, updated in
+    place), a chunk of steps at a time; True when a result was NaN."""
+    T = base_a.shape[0]
+    M, N = out.shape[1], out.shape[2]
+    k = off_at.size // M
     sa, sb = _Shifted(base_a), _Shifted(base_b)
     ua = sa.uniq.size if sa.ok else np.unique(base_a[0]).size
     ub = sb.uniq.size if sb.ok else np.unique(base_b[0]).size
     per_step = ua * M * k + ub * k * N
-    budget = min(budget, max(1 << 12, acc.size // 8))  # operand tiles a small fraction of the accumulator
+    budget = min(budget, max(1 << 12, out.size // 8))  # operand tiles a small fraction of the accumulator
     chunk = max(1, budget // max(1, per_step))
-    # on threads when the whole chain is large (each chunk call hands its waves to the pool)
-    exact = all(_lut_f32(lut) if lut is not None else _f32_values(v) for v, lut in ((va, lut_a), (vb, lut_b)))
-    kernel = jit.mma_chain_kernel(M, N, k, macs >= _PARALLEL_MACS, exact)
     for s in range(0, T, chunk):
         e = min(T, s + chunk)
         ta, ia = sa.tiles(va, s, e, off_at, lut_a) if sa.ok else _tiles(va, base_a[s:e], off_at, lut_a)
         tb, ib = sb.tiles(vb, s, e, off_b, lut_b) if sb.ok else _tiles(vb, base_b[s:e], off_b, lut_b)
         if kernel(ta, ia, tb, ib, out):
-            return None
-    return out
+            return True
+    return False
 
 
 def mma_step(abits: np.ndarray, abase: np.ndarray, idx_a: np.ndarray, lut_a: np.ndarray, bbits: np.ndarray,
