@@ -95,7 +95,7 @@ def _gemm(name: str):
 CONSUMERS = ("table fields", "features (has)", "occupancy", "catalog instructions", "catalog rows", "cli targets",
              "cli targets json", "cli instructions", "cli instructions json", "gluon check_layout",
              "tilelang index maps", "compiler-truth cases", "dsl program", "check", "simulate", "emit",
-             "port from gfx1201", "isa emulator")
+             "port from gfx1201", "isa emulator", "testing strategies")
 
 
 def consumers(name: str) -> dict[str, object]:
@@ -118,6 +118,12 @@ def consumers(name: str) -> dict[str, object]:
     out["tilelang index maps"] = {mn: _answer(lambda: str(check_index_maps(
         lambda i, j: (0, 0), None, (16, 16), 32, 8, 16, instr=mn, arch=name))) for mn in instructions(name)[:3]}
     out["compiler-truth cases"] = [w for t_, w in compiler_truth.CASES if t_ == name]
+    import tilesim.testing as strategies  # the hypothesis strategies draw from the table and the catalog
+
+    out["testing strategies"] = {
+        "targets()": name in [t.name for t in strategies.targets().elements],
+        "instruction_targets()": sorted((p.instruction.mnemonic, p.wave_size)
+                                        for p in strategies.instruction_targets().elements if p.target.name == name)}
     prog = _gemm(name)
     if prog is not None:
         rng = np.random.default_rng(0)

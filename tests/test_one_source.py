@@ -9,8 +9,8 @@ instruction kinds, op kinds = the dispatchers' methods).
 for RDNA3/4, CDNA2/4, gfx1250, sm_80 and sm_90). A fresh interpreter then asks every consumer of the
 table about each twin and its original: the table's predicates and occupancy, the catalog, the CLI's
 ``targets`` and ``instructions``, the DSL, ``check``, the simulator, the HIP/CUDA generator, port, the
-ISA emulator, the Gluon/TileLang arch checks and the compiler-truth case list. Every answer must be the
-same but for the name. A consumer that keeps its own list of targets or families, or tests a name
+ISA emulator, the Gluon/TileLang arch checks, the compiler-truth case list and the testing strategies.
+Every answer must be the same but for the name. A consumer that keeps its own list of targets or families, or tests a name
 prefix (``startswith("gfx9")``), answers differently for the twin and fails here.
 """
 
