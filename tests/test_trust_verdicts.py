@@ -171,3 +171,30 @@ def test_emulate_exits_1_on_a_hazard(monkeypatch, tmp_path, capsys):
     capsys.readouterr()
     assert main(cmd) == 1
     assert "hazard: line 9" in capsys.readouterr().out
+
+
+def test_an_f16_accumulator_at_large_k_still_catches_a_skipped_k_step():
+    """v_wmma_f16_16x16x16_f16, K=1024: 0.7.0's bound was K roundings of f16 (rtol 1.0), which passes
+    a GEMM that drops its last k-step (numpy: C moves by ~13% of its scale). The simulator rounds
+    once per instruction (K/16 roundings), and its result is judged by that bound; the right
+    program still passes."""
+    @ts.kernel
+    def g(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f16", "M", "N"], *, stop=0):
+        op = ts.mma_op("v_wmma_f16_16x16x16_f16")
+        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc = ts.zeros(op.layout("C"), "f16")
+        for k in ts.range(0, A.shape[1] - stop, op.k):
+            acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")),
+                         acc)
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((32, 1024)).astype(np.float16), rng.standard_normal((1024, 32)).astype(np.float16)
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    missing = A[:, -16:].astype(np.float64) @ B[-16:].astype(np.float64)
+    assert np.abs(missing).max() > 0.05 * (np.abs(want).max() + 1)
+    short = g.specialize(target="gfx1201", M=32, N=32, K=1024, stop=16)
+    assert run(short, device="none", reference={"C": want}, A=A, B=B).status == "SIM_MISMATCH"
+    right = g.specialize(target="gfx1201", M=32, N=32, K=1024)
+    assert run(right, device="none", reference={"C": want}, A=A, B=B).ok
