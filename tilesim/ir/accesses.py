@@ -402,8 +402,13 @@ class _Static:
         if self.flight is None:
             return
         for p, land in self.flight.wait(op.attr("pending"), active):
-            if self.races:  # the data lands now: a write of this epoch for the waves it landed in
-                self._race(p.payload, p.payload.args[0], p.addr, p.eb, land, True)
+            if self.races:  # the data lands now: a write of this epoch by the waves it landed in. Every
+                # access that could conflict with it so far touched bytes in flight (reported), so the
+                # race state is only brought up to date, for the accesses after it
+                byte = (p.addr[land][:, :, None] + np.arange(p.eb)).reshape(int(land.sum()), -1)
+                wg, wave = (np.broadcast_to(x[land][:, None], byte.shape) for x in (self.wg_of, self.wave_of))
+                self.last_writer[wg, byte] = wave
+                self.write_epoch[wg, byte] = self.epoch
 
     def _race(self, op: Op, buf: Value, addr: np.ndarray, eb: int, active: np.ndarray, write: bool) -> None:
         byte = (addr[:, :, None] + np.arange(eb)).reshape(self.G, -1)

@@ -98,6 +98,7 @@ class Lds:
         self.pend_wg0: list[tuple[np.ndarray, int, bool, np.ndarray]] = []
         self.uniform = True  # every access of this epoch so far alike in every workgroup
         self.flight = InFlight(wg_of, wave_of)  # asynchronous copies not landed yet (tilesim/wave/async_copy.py)
+        self.flight_seen: dict[Any, Any] = {}  # (access, copies in flight) -> what flight.check found
 
     # ------------------------------------------------------------------ allocation
     def alloc(self, buf: Value) -> None:
@@ -187,7 +188,7 @@ class Lds:
     # ------------------------------------------------------------------ races
     def races(self, acc: _Access, eb: int, write: bool, what: str, active: np.ndarray) -> None:
         """Race check of an access whose elements (``eb`` bytes each) start at ``acc.addr``."""
-        self._in_flight(acc.addr, eb, write, what, active)
+        self._in_flight(acc.addr, eb, write, what, active, acc.token)
         if self.cached:
             key = (self.node, acc.token, write, None if active.all() else active.tobytes())
             hit = self.trie.get(key)
@@ -230,9 +231,24 @@ class Lds:
             self.node, self.uniform = len(self.trie), False
         self._report(got, what)
 
-    def _in_flight(self, addr: np.ndarray, eb: int, write: bool, what: str, active: np.ndarray) -> None:
-        """An access of bytes an asynchronous copy may still be writing: a race, whichever wave it is."""
-        found = self.flight.check(addr, eb, active, write)
+    def _in_flight(self, addr: np.ndarray, eb: int, write: bool, what: str, active: np.ndarray,
+                   token: int = -1) -> None:
+        """An access of bytes an asynchronous copy may still be writing: a race, whichever wave it is.
+        The answer depends only on the access and on which copies are in flight in which waves, so a
+        k-loop's repeats (the same few accesses against the same few copies) are looked up."""
+        if not self.flight.pending:
+            return
+        key = None
+        if self.cached and token >= 0:
+            copies = tuple((p.payload[3].token, p.issued.tobytes()) for p in self.flight.pending)
+            if all(t >= 0 for t, _ in copies):
+                key = (token, write, None if active.all() else active.tobytes(), copies)
+        if key is not None and key in self.flight_seen:
+            found = self.flight_seen[key]
+        else:
+            found = self.flight.check(addr, eb, active, write)
+            if key is not None:
+                self.flight_seen[key] = found
         if found is not None:
             self.rep.race_count += found[0]
             if len(self.rep.races) < 20:
