@@ -65,8 +65,9 @@ def sim_threads() -> int:
 
 
 def gemm_threads(macs: int) -> int:
-    """Threads the simulator uses for a GEMM of ``macs`` multiply-adds: a fused chain runs on the numba
-    pool only from ``_PARALLEL_MACS`` on (one chain is at most the whole GEMM), else on one thread."""
+    """Threads the simulator uses for a GEMM of ``macs`` multiply-adds: a fused chain runs on numba's
+    thread count (as Python threads) only from ``_PARALLEL_MACS`` on (one chain is at most the whole
+    GEMM), else on one thread."""
     from tilesim.wave.kernels import _PARALLEL_MACS
 
     return sim_threads() if macs >= _PARALLEL_MACS else 1

@@ -1,8 +1,10 @@
 """The numba kernels of :mod:`tilesim.wave.kernels`, in their own module so that importing tilesim
 does not import numba (about 0.35 s): :func:`tilesim.wave.kernels._jit` imports this on first use.
-Compiled on first call and cached on disk (``cache=True``). Only the large fused mma chains use
-threads (``parallel=True``): on a shared two-core machine the thread pool's hand-offs made the
-per-op batched dot product 40x slower than a plain loop (10 ms vs 0.24 ms for 256 waves)."""
+Compiled on first call and cached on disk (``cache=True``). Only a large mma step uses numba's
+threads (``parallel=True``, one region per step): on a shared two-core machine the pool's
+hand-offs made the per-op batched dot product 40x slower than a plain loop (10 ms vs 0.24 ms for
+256 waves), and its workers spin at each region's barrier; a large fused chain runs its one-thread
+kernel on Python threads instead (:func:`tilesim.wave.kernels.mma_chain`)."""
 
 import functools
 
