@@ -22,7 +22,6 @@ import re
 import shutil
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -66,11 +65,10 @@ def twin_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None, twins
     return run_on_copy(tmp, "targets.py", _ANCHOR, TABLE_EDIT, "_twin_targets.py", edit, twins)
 
 
-@cache
-def _report() -> dict:
-    import tempfile
-
-    return twin_report(Path(tempfile.mkdtemp(prefix="tilesim_twins_")))
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One run of the worker for the whole module (pytest removes its folder with the old base temps)."""
+    return twin_report(tmp_path_factory.mktemp("twins"))
 
 
 def differences(report: dict) -> list[str]:
@@ -83,15 +81,14 @@ def differences(report: dict) -> list[str]:
     return out
 
 
-def test_the_worker_asks_every_consumer() -> None:
-    asked = {c for entry in _report().values() for c in entry["consumers"]}
+def test_the_worker_asks_every_consumer(report: dict) -> None:
+    asked = {c for entry in report.values() for c in entry["consumers"]}
     assert asked == set(CONSUMERS)
 
 
 @pytest.mark.parametrize("consumer", CONSUMERS)
-def test_a_new_target_row_reaches_every_consumer(consumer: str) -> None:
+def test_a_new_target_row_reaches_every_consumer(consumer: str, report: dict) -> None:
     """Each twin row, the only edit, gets the same answer as its original from ``consumer``."""
-    report = _report()
     bad = differences({f: {"real": e["real"], "consumers": {consumer: e["consumers"][consumer]}}
                        for f, e in report.items() if consumer in e["consumers"]})
     assert not bad, "\n".join(bad)
@@ -146,18 +143,17 @@ def op_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None) -> dict
     return run_on_copy(tmp, "ir/ops.py", _OPS_LAST, ROW_EDIT, "_new_op_row.py", edit)
 
 
-@cache
-def _op_report() -> dict:
-    import tempfile
-
-    return op_report(Path(tempfile.mkdtemp(prefix="tilesim_op_row_")))
+@pytest.fixture(scope="module")
+def op_report_(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One run of the worker for the whole module (pytest removes its folder with the old base temps)."""
+    return op_report(tmp_path_factory.mktemp("op_row"))
 
 
 @pytest.mark.compiler
 @pytest.mark.parametrize("consumer", OP_CONSUMERS)
-def test_a_new_op_row_reaches_every_consumer(consumer: str) -> None:
+def test_a_new_op_row_reaches_every_consumer(consumer: str, op_report_: dict) -> None:
     """``square`` added to ELEMENTWISE, nothing else: each consumer handles it, with float64's values."""
-    ok, seen = _op_report()[consumer]
+    ok, seen = op_report_[consumer]
     assert ok, f"{consumer}: {seen}"
 
 
@@ -313,17 +309,16 @@ def row_report(tmp: Path, edit: dict[str, tuple[str, str]] | None = None) -> dic
     return run_on_copy(tmp, "matrix/catalog_amd.py", _DENSE_RDNA4, ROW_TWIN_EDIT, "_twin_row.py", edit)
 
 
-@cache
-def _row_report() -> dict:
-    import tempfile
-
-    return row_report(Path(tempfile.mkdtemp(prefix="tilesim_row_")))
+@pytest.fixture(scope="module")
+def row_report_(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One run of the worker for the whole module (pytest removes its folder with the old base temps)."""
+    return row_report(tmp_path_factory.mktemp("catalog_row"))
 
 
 @pytest.mark.parametrize("consumer", ROW_CONSUMERS)
-def test_a_new_catalog_row_reaches_every_consumer(consumer: str) -> None:
+def test_a_new_catalog_row_reaches_every_consumer(consumer: str, row_report_: dict) -> None:
     """A twin of an RDNA4 WMMA row, the only edit, is answered like the original by ``consumer``."""
-    report = _row_report()
+    report = row_report_
     bad = differences({t: {"real": e["real"], "consumers": {consumer: e["consumers"][consumer]}}
                        for t, e in report.items()})
     assert not bad, "\n".join(bad)
