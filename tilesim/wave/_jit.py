@@ -1,10 +1,10 @@
 """The numba kernels of :mod:`tilesim.wave.kernels`, in their own module so that importing tilesim
 does not import numba (about 0.35 s): :func:`tilesim.wave.kernels._jit` imports this on first use.
-Compiled on first call and cached on disk (``cache=True``). Only a large mma step uses numba's
-threads (``parallel=True``, one region per step): on a shared two-core machine the pool's
-hand-offs made the per-op batched dot product 40x slower than a plain loop (10 ms vs 0.24 ms for
-256 waves), and its workers spin at each region's barrier; a large fused chain runs its one-thread
-kernel on Python threads instead (:func:`tilesim.wave.kernels.mma_chain`)."""
+Compiled on first call and cached on disk (``cache=True``). None uses numba's thread pool
+(``parallel=True``): on a shared two-core machine its hand-offs made the per-op batched dot product
+40x slower than a plain loop (10 ms vs 0.24 ms for 256 waves), and its workers spin at each
+parallel region's barrier; a large mma chain or step runs the one-thread kernel on Python threads
+instead (:func:`tilesim.wave.kernels.mma_chain`)."""
 
 import functools
 
@@ -53,12 +53,12 @@ def _batched_dot_jit(a, b, c):  # pragma: no cover - compiled
 # (inf * 0 is NaN in both). tests/test_mac_kernel.py checks this on adversarial spreads.
 
 
-def _compile(fn, M: int, N: int, K: int, parallel: bool, contract: bool):
+def _compile(fn, M: int, N: int, K: int, contract: bool):
     """``fn`` compiled under a name of its own per variant: numba names a cache file and the
     machine-code symbols after the qualified name, and variants of one closure sharing them could
     collide (a symbol loaded from the disk cache against one compiled in this process)."""
-    fn.__qualname__ = fn.__name__ = f"{fn.__name__}_{M}x{N}x{K}_{'mt' if parallel else 'st'}_{'fma' if contract else 'nofma'}"
-    return numba.njit(cache=True, nogil=True, parallel=parallel, fastmath={"contract"} if contract else False)(fn)
+    fn.__qualname__ = fn.__name__ = f"{fn.__name__}_{M}x{N}x{K}_{'fma' if contract else 'nofma'}"
+    return numba.njit(cache=True, nogil=True, fastmath={"contract"} if contract else False)(fn)
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,7 +89,7 @@ def mma_chain_kernel(M: int, N: int, K: int, contract: bool):
                         row[n] = np.float32(v)
         return nan > 0
 
-    return _compile(chain, M, N, K, False, contract)
+    return _compile(chain, M, N, K, contract)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -192,45 +192,3 @@ def _bank_cycles(addr, rec_of_vgpr, starts, banks, active):  # pragma: no cover 
                         most = count[bk]
             total += max(most, 1) - 1
     return total
-
-
-@functools.lru_cache(maxsize=None)
-def mma_step_kernel(M: int, N: int, K: int, parallel: bool, contract: bool):
-    """One f32-accumulating mma step per wave from the operands' encoded bits, for ``M x N x K``
-    tiles (see :func:`tilesim.wave.kernels.mma_step`): ``kernel(abits, abase, idx_a, lut_a, bbits,
-    bbase, idx_b, lut_b, c)`` returns (D as float32 ``[G, M, N]``, whether a result was NaN).
-    ``parallel``: waves in tasks of 64 on numba's threads (each wave's result is its own);
-    ``contract`` as in :func:`mma_chain_kernel`."""
-
-    def step(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, c):  # pragma: no cover - compiled
-        _ = contract  # a closure cell, so numba's disk cache keys on it (its key leaves out fastmath)
-        G = c.shape[0]
-        out = np.empty(c.shape, np.float32)
-        per = 64 if parallel else max(G, 1)
-        tasks = (G + per - 1) // per
-        bad = np.zeros(tasks, np.int64)
-        for task in numba.prange(tasks):
-            at = np.empty(K * M, np.float64)
-            b = np.empty(K * N, np.float64)
-            nan = 0
-            for g in range(task * per, min(G, task * per + per)):
-                a0, b0 = abase[g], bbase[g]
-                for m in range(M):
-                    for k in range(K):
-                        e = idx_a[m * K + k]
-                        at[k * M + m] = lut_a[abits[a0 + e]] if e >= 0 else 0.0
-                for i in range(K * N):
-                    e = idx_b[i]
-                    b[i] = lut_b[bbits[b0 + e]] if e >= 0 else 0.0
-                for m in range(M):
-                    for n in range(N):  # the chain kernel's sums (see there)
-                        s = 0.0
-                        for k in range(K):
-                            s += at[k * M + m] * b[k * N + n]
-                        v = s + np.float64(c[g, m, n])
-                        nan += v != v
-                        out[g, m, n] = np.float32(v)
-            bad[task] = nan
-        return out, bad.any()
-
-    return _compile(step, M, N, K, parallel, contract)

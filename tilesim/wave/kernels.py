@@ -126,7 +126,7 @@ class _Shifted:
 def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndarray, base_b: np.ndarray,
               off_b: np.ndarray, acc: np.ndarray, k: int, budget: int = 1 << 16,
               inplace: bool = False, lut_a: np.ndarray | None = None,
-              lut_b: np.ndarray | None = None) -> np.ndarray | None:
+              lut_b: np.ndarray | None = None, threads_from: int | None = None) -> np.ndarray | None:
     """``T`` chained f32-accumulating mma steps per wave, operands gathered from decoded tensors.
 
     Step ``t`` of wave ``g`` reads A element ``e`` (row-major ``M x k`` tile) as ``va[base_a[t, g] + off_a[e]]``
@@ -135,7 +135,7 @@ def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndar
     encode, in the same order. Steps run in chunks whose distinct operand tiles hold about ``budget``
     elements (memory O(tile), not O(steps)); the f32 accumulator passes between chunks exactly as its
     register would. With ``lut_a`` (``lut_b``), ``va`` (``vb``) holds encoded bits and an element's value
-    is ``lut_a[va[...]]``. Returns the final ``acc`` (float32 ``[G, M, N]``; with ``inplace``, a C-contiguous
+    is ``lut_a[va[...]]``. On threads from ``threads_from`` MACs (default :data:`_PARALLEL_MACS`). Returns the final ``acc`` (float32 ``[G, M, N]``; with ``inplace``, a C-contiguous
     float32 ``acc`` is updated and returned), or None without numba or when a result is NaN (its payload would depend on operand order; the caller then takes the step-by-step path)."""
     T = base_a.shape[0]
     M, N = acc.shape[1], acc.shape[2]
@@ -151,7 +151,7 @@ def mma_chain(va: np.ndarray, base_a: np.ndarray, off_a: np.ndarray, vb: np.ndar
     exact = all(_lut_f32(lut) if lut is not None else _f32_values(v) for v, lut in ((va, lut_a), (vb, lut_b)))
     kernel = jit.mma_chain_kernel(M, N, k, exact)
     G = out.shape[0]
-    threads = min(jit.numba.get_num_threads(), G) if macs >= _PARALLEL_MACS else 1
+    threads = min(jit.numba.get_num_threads(), G) if macs >= (threads_from or _PARALLEL_MACS) else 1
     if threads <= 1:
         return None if _chain_part(kernel, va, base_a, off_at, lut_a, vb, base_b, off_b, lut_b, out, budget) else out
     # Python threads on contiguous wave ranges, each through every step (the kernel releases the
@@ -207,13 +207,10 @@ def mma_step(abits: np.ndarray, abase: np.ndarray, idx_a: np.ndarray, lut_a: np.
     the f32 register encode, in the same order. Returns D (float32 ``[G, M, N]``), or None without
     numba or when a result is NaN (the caller then takes the general path, whose NaN payloads follow
     numpy's operand order)."""
-    jit = _jit(c.size * k)
-    if jit is None:
-        return None
-    kernel = jit.mma_step_kernel(c.shape[1], c.shape[2], k, c.size * k >= _PARALLEL_STEP_MACS,
-                                 _lut_f32(lut_a) and _lut_f32(lut_b))
-    out, nan = kernel(abits, abase, idx_a, lut_a, bbits, bbase, idx_b, lut_b, np.ascontiguousarray(c, np.float32))
-    return None if nan else out
+    # one step of a chain: each distinct operand window decoded once (waves reading a tensor window
+    # share them), then the chain's MAC kernel
+    return mma_chain(abits, abase[None, :], idx_a, bbits, bbase[None, :], idx_b, c, k, lut_a=lut_a, lut_b=lut_b,
+                     threads_from=_PARALLEL_STEP_MACS)
 
 
 _lut_checked: dict[int, tuple[np.ndarray, bool]] = {}
