@@ -182,7 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "simulation differs from the file's reference(), with blame) / CHECK_FAILED (`tilesim check` "
                         "errors) / COMPILE_ONLY / SIMULATED_ONLY (simulation right; the reason says why it went no "
                         "further) / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past the watchdog). "
-                        "Never MATCH without a device run; a wrong program never exits 0. Exit 1 on MISMATCH, "
+                        "Never MATCH without a device run; a program check rejects or whose simulation differs from "
+                        "reference() never exits 0, and without a reference() a passing verdict says the result was "
+                        "not judged. Exit 1 on MISMATCH, "
                         "SIM_MISMATCH or CHECK_FAILED, else 3 on DEVICE_ERROR, else 0 (table: `tilesim --help`).")
     rn.add_argument("file")
     rn.add_argument("--target", default=None)

@@ -1,7 +1,8 @@
 """The float64 reference: how far a result may be from it, and the comparison every verdict uses.
 
 The tolerance is built from the numerics model (:func:`tilesim.matrix.numerics.tolerance`: ``k``
-roundings of each matrix instruction's accumulator over the program's whole K) plus one rounding
+roundings of each matrix instruction's accumulator over the program's whole K for a device's
+result, one per instruction, K / k, for the simulator's own: ``check_reference``) plus one rounding
 of every narrower float type the program rounds to on the way (``cast`` targets and output
 tensors), plus, when the caller's inputs are not exactly representable in their declared types,
 the rounding of those inputs (the program reads the declared type; the reference read the
