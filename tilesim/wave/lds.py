@@ -39,12 +39,13 @@ from tilesim.matrix.numerics import cast
 from tilesim.wave.codec import Codec
 from tilesim.wave.kernels import lds_bank_cycles, lds_races
 
-__all__ = ["Lds"]
+__all__ = ["BIT_MOVE_TYPES", "Lds"]
 
 # register types whose decode -> encode round trip keeps every non-NaN bit pattern, and the test
 # for a NaN pattern of each (exponent all ones, mantissa not zero)
 _BIT_MOVE = {"f16": (np.uint16, 0x7FFF, 0x7C00), "bf16": (np.uint16, 0x7FFF, 0x7F80),
              "f32": (np.uint32, 0x7FFFFFFF, 0x7F800000)}
+BIT_MOVE_TYPES = tuple(_BIT_MOVE)  # (tilesim/wave/lds_fused.py composes these moves)
 
 
 def _has_nan(bits: np.ndarray, dt: str) -> bool:
@@ -149,6 +150,12 @@ class Lds:
             addr.setflags(write=False)
             acc = self.accesses[key] = _Access(len(self.accesses), addr, per_origin, origin, c)
         return acc
+
+    def check(self, buf: Value, acc: _Access, write: bool, active: np.ndarray) -> None:
+        """The bank count and race check of one ``lds_store`` (``write``) or ``lds_load`` of ``buf``."""
+        self.banks(acc, active)
+        what = f"lds_store to %{buf.id}" if write else f"lds_load from %{buf.id}"
+        self.races(acc, buf.lds.elem_bytes, write, what, active)  # type: ignore[union-attr]
 
     # ------------------------------------------------------------------ banks
     def banks(self, acc: _Access, active: np.ndarray) -> None:

@@ -37,7 +37,7 @@ from tilesim.wave.images import TileImage, WindowImage
 from tilesim.wave.kernels import batched_dot, mma_step
 from tilesim.wave.mma_forms import dense_operands, operand_codecs, per_block, unblock
 
-__all__ = ["MmaHost", "run_mma"]
+__all__ = ["MmaHost", "fast_spec", "run_mma"]
 
 MMA_CHUNK = 1 << 18  # the general path runs its waves in chunks of about this many elements per operand tile
 
@@ -105,6 +105,15 @@ def _spec(instr: str, target: str, L: int, mods_key: tuple, scaled: bool = False
             and a.cols == b.rows and (a.rows, b.cols) == (c.rows, c.cols)):
         fast = (_prim_index(a), _lut(a.dt.name, a.width), _prim_index(b), _lut(b.dt.name, b.width), a.cols)
     return _Spec(row, neg, neg_hi, hws, hw_d, td, fast)
+
+
+def fast_spec(sim: MmaHost, op: Any) -> _Spec | None:
+    """The spec of ``op`` when it may take the fast path (``spec.fast``: f32-accumulating, 8/16-bit
+    float operands, no modifiers), else None: what a fused loop that chains the steps requires."""
+    if op.kind != "mma" or sim.exact:
+        return None
+    spec = _spec(op.attr("instr"), sim.p.target, sim.L, tuple(sorted(dict(op.attr("modifiers") or ()).items())))
+    return spec if spec.fast is not None else None
 
 
 def _note_bad(sim: MmaHost, spec: _Spec, bad_count: dict[str, int], first_bad: dict[str, tuple[int, int, int]]) -> None:

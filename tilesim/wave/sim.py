@@ -48,6 +48,7 @@ from tilesim.wave.kernels import gather_windows
 from tilesim.wave.images import RegisterMap, Registers, TileImage, WindowImage, WriteCounts, tile_elements
 from tilesim.wave.storage import storage_dtype, tensor_bits, tensor_storage
 from tilesim.wave.lds import Lds
+from tilesim.wave.lds_fused import run_lds_loop
 from tilesim.wave.mma import run_mma
 
 __all__ = ["simulate", "SimResult", "Report"]
@@ -439,16 +440,14 @@ class _Sim:
         buf, v = op.args[0], op.args[1]
         c = self.codec_of(v)
         acc = self.lds.access(buf, c, self.scalar(op.args[2]), self.scalar(op.args[3]))
-        self.lds.banks(acc, self.active)
-        self.lds.races(acc, buf.lds.elem_bytes, True, f"lds_store to %{buf.id}", self.active)
+        self.lds.check(buf, acc, True, self.active)
         self.lds.store(buf, c, self.regs[v.id], acc, self.active, v.dtype)
 
     def op_lds_load(self, op: Op) -> None:
         buf = op.args[0]
         c = self.codec_of(op.out)
         acc = self.lds.access(buf, c, self.scalar(op.args[1]), self.scalar(op.args[2]))
-        self.lds.banks(acc, self.active)
-        self.lds.races(acc, buf.lds.elem_bytes, False, f"lds_load from %{buf.id}", self.active)
+        self.lds.check(buf, acc, False, self.active)
         self.set_frag(op.out, self.lds.load(buf, c, acc))
 
     def op_lds_load_tr(self, op: Op) -> None:
@@ -525,21 +524,24 @@ class _Sim:
         if step <= 0:
             raise VerifyError(f"loop step must be positive, got {step}")
         carried = op.attr("carried")
-        body = op.attr("body")
         iters = list(range(start, stop, step))
         ran = bool(iters)
-        for it in iters[run_fused_loop(self, op, iters):]:
-            self.scal[op.out.id] = np.full(self.G, it, np.int64)
-            self.run(body)
-            for init, nxt in carried:
-                store = self.regs if init.kind == "frag" else self.scal
-                store[init.id] = dict.__getitem__(store, nxt.id)  # (a TileImage stays one)
+        for it in iters[run_fused_loop(self, op, iters) or run_lds_loop(self, op, iters):]:
+            self.loop_step(op, it)
         for init, nxt in carried:  # after the loop the body's value is the final value
             store = self.regs if init.kind == "frag" else self.scal
             if not ran:
                 store[nxt.id] = dict.__getitem__(store, init.id)
                 if init.kind == "frag":
                     self.vals[nxt.id] = nxt
+
+    def loop_step(self, op: Op, it: int) -> None:
+        """Iteration ``it`` of loop ``op``, step by step, and its carried values passed on."""
+        self.scal[op.out.id] = np.full(self.G, it, np.int64)
+        self.run(op.attr("body"))
+        for init, nxt in op.attr("carried"):
+            store = self.regs if init.kind == "frag" else self.scal
+            store[init.id] = dict.__getitem__(store, nxt.id)  # (a TileImage stays one)
 
     def op_branch(self, op: Op) -> None:
         cond = self.scalar(op.args[0]) != 0

@@ -1,0 +1,482 @@
+"""Fused LDS k-loops: a loop that stages tiles global -> registers -> LDS and feeds one
+f32-accumulating ``mma`` from LDS (``examples/lds_gemm.py``) runs its middle iterations with the
+data movement composed away and the mma steps chained in one compiled kernel
+(:func:`tilesim.wave.kernels.mma_chain`, as the plain GEMM's fused loop), while every LDS access
+still gets its bank count and race check, in the step-by-step order.
+
+How, and why each step gives the step-by-step bits:
+
+1. **Scalars once for all iterations.** The body's ``const``/``binop`` ops are elementwise over the
+   waves, so they are evaluated once on ``[iterations, waves]`` arrays (the loop counter a column)
+   with the same numpy functions and int64 types: every iteration's values are the ones the
+   step-by-step loop computes. A branch must be taken by every wave or none in each iteration.
+2. **Where every operand element comes from.** Walking the iterations (no state changes), each
+   ``lds_store`` is an *event* (its access token from :class:`tilesim.wave.lds.Lds`, the step, and the
+   global load whose register image it stores: ``tensor[base[wave] + off[record]]``). For each
+   ``lds_load`` that feeds the mma, the latest earlier store event touching its buffer must cover
+   every element it reads (computed once per pair of access tokens, at element granularity); the
+   load then reads those tensor elements: the data is moved as the bits it is (the aligned, same-type,
+   NaN-free bit moves of ``lds.py``), so composing the maps gives the same bits as moving them.
+3. **The pattern must repeat.** The chained kernel reads operand ``e`` of wave ``g`` at step ``t`` as
+   ``tensor[B[t, g] + off[e]]`` with one ``off`` for every step and wave. That form is checked, not
+   assumed: per distinct (store token, load token) pattern, the composed offsets of a reference step
+   fix ``off``; for every other step of the pattern, each source wave's base must move by the same
+   amount as the wave's first element's source; every pattern must give the same ``off``. Replicated
+   operand copies must come from the same tensor element. Anything else (a swizzle that changes with
+   the slab, a partial overwrite, a load reading data from before the loop, a cast, a NaN in a
+   source tensor, an out-of-bounds load) falls back: iterations whose operands come from before the
+   loop run step by step first (the *head*); a condition that fails elsewhere leaves the whole loop
+   step by step.
+4. **Then the state the step-by-step loop leaves.** Only after the chain succeeded (it returns
+   None on a NaN result, before anything is reported): op counts, global transactions, every LDS
+   access's bank count and race check in program order (``Lds.check``: its caches make a repeating
+   epoch cheap, and a race in one iteration only is found as step by step), the LDS bytes (each
+   store whose bytes a later fused store of the same access overwrites is skipped; the others run
+   as the step-by-step store), the register images of loads last defined in a fused step, and the
+   accumulator. The last iteration runs step by step (its register images, the tail of the race
+   state).
+
+``TILESIM_NO_FUSE=1`` (everything step by step) or ``TILESIM_NO_LDS_FUSE=1`` (this loop only) turn it off.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from tilesim.ir.core import Op, Value
+from tilesim.ir.ops import BINOPS
+from tilesim.wave import kernels
+from tilesim.wave.fused import LoopHost
+from tilesim.wave.images import TileImage, WindowImage
+from tilesim.wave.kernels import mma_chain
+from tilesim.wave.lds import BIT_MOVE_TYPES, Lds
+from tilesim.wave.mma import fast_spec
+
+__all__ = ["LdsLoopHost", "run_lds_loop"]
+
+
+class LdsLoopHost(LoopHost, Protocol):
+    """:class:`tilesim.wave.fused.LoopHost` plus the LDS and one step-by-step iteration."""
+
+    lds: Lds
+    wg_of: np.ndarray
+
+    def loop_step(self, op: Op, it: int) -> None: ...
+    def set_frag(self, v: Value, regs: Any) -> None: ...
+
+
+@dataclass
+class _Shape:
+    """What the loop body must look like (checked once per loop)."""
+
+    mma: Op
+    spec: Any  # tilesim.wave.mma._Spec with its fast path
+    init: Value
+    operands: tuple[Op, Op]  # the top-level lds_loads the mma reads as A and B
+    loads: dict[int, Op]  # value id -> global load op
+
+
+@dataclass
+class _Store:
+    op: Op
+    acc: Any  # lds._Access
+    t: int
+    src: tuple[Op, int] | None  # the global load whose image it stores, and that load's step
+
+
+@dataclass
+class _Walk:
+    """The iterations' scalars, which ops run in which iteration, and the LDS events."""
+
+    vals: dict[int, np.ndarray]
+    live: dict[int, np.ndarray]  # id(op) -> bool[T]: the op runs in that iteration
+    base: dict[int, np.ndarray] = field(default_factory=dict)  # id(load) -> int64[T, G] window bases
+    inb: dict[int, np.ndarray] = field(default_factory=dict)  # id(load) -> bool[T]: every lane in bounds
+    # per iteration, in program order: (lds_store or lds_load, its access), (None, None) for a barrier
+    steps: list[list[tuple[Op | None, Any]]] = field(default_factory=list)
+    stores: list[_Store] = field(default_factory=list)
+    # (id(operand lds_load), step) -> (its source store event, coverage, the load's access) or None
+    sources: dict[tuple[int, int], tuple[_Store, np.ndarray, Any] | None] = field(default_factory=dict)
+
+
+def _off() -> bool:
+    return bool(os.environ.get("TILESIM_NO_FUSE") or os.environ.get("TILESIM_NO_LDS_FUSE"))
+
+
+# ---------------------------------------------------------------------------- static shape
+def _shape(sim: LdsLoopHost, loop: Op) -> _Shape | None:
+    carried = loop.attr("carried") or ()
+    if len(carried) != 1 or carried[0][0].kind != "frag":
+        return None
+    init, nxt = carried[0]
+    body = loop.attr("body").ops
+    mmas = [op for op in body if op.kind == "mma"]
+    if len(mmas) != 1 or mmas[0].out.id != nxt.id or mmas[0].args[2].id != init.id:
+        return None
+    mma = mmas[0]
+    spec = fast_spec(sim, mma)
+    if spec is None:
+        return None
+    top = {op.out.id: op for op in body if op.kind == "lds_load"}
+    if mma.args[0].id not in top or mma.args[1].id not in top:
+        return None
+    loads: dict[int, Op] = {}
+    defined = {init.id}
+
+    def walk(ops: tuple[Op, ...], nested: bool) -> bool:
+        for op in ops:
+            k = op.kind
+            if k == "branch":
+                if not walk(op.attr("body").ops, True):
+                    return False
+            elif k == "load":
+                c = sim.codec_of(op.out)
+                if op.attr("broadcast") or c.slots is None or c._slot_plan[1] is None:
+                    return False
+                loads[op.out.id] = op
+            elif k == "lds_store":
+                buf, v = op.args[0], op.args[1]
+                if v.id not in loads or not _bit_move_type(buf, sim.codec_of(v)):
+                    return False
+            elif k == "lds_load":
+                if nested or not _bit_move_type(op.args[0], sim.codec_of(op.out)):
+                    return False
+            elif k == "mma":
+                if nested:
+                    return False
+            elif k not in ("const", "binop", "barrier"):
+                return False
+            if op.out is not None:
+                defined.add(op.out.id)
+        return True
+
+    if not walk(body, False) or set(sim.trace) & defined:
+        return None
+    for v, name in zip(mma.args[:2], "AB"):
+        cl, hw = sim.codec_of(v), spec.hws[name]
+        if cl._slot_plan[1] is None or (cl.width, cl.lanes, cl.nregs) != (hw.width, hw.lanes, hw.nregs):
+            return None
+    return _Shape(mma, spec, init, (top[mma.args[0].id], top[mma.args[1].id]), loads)
+
+
+def _bit_move_type(buf: Value, c: Any) -> bool:
+    """The register type moves to and from ``buf`` as its bits (lds.py's bit move, alignment aside)."""
+    return (c.slots is not None and c.dt.name == buf.dtype and buf.dtype in BIT_MOVE_TYPES
+            and c.width == 8 * buf.lds.elem_bytes)  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------- scalars
+def _scalars(sim: LdsLoopHost, loop: Op, iters: list[int]) -> _Walk | None:
+    """Every scalar of the body for every iteration at once (``[T or 1, G or 1]`` int64), and which
+    ops run in which iteration; None when a branch splits the waves or a divisor is 0."""
+    T = len(iters)
+    w = _Walk({loop.out.id: np.asarray(iters, np.int64)[:, None]}, {})
+    vals, live = w.vals, w.live
+
+    def get(a: Any) -> np.ndarray:
+        return _get(w, sim, a)
+
+    def walk(ops: tuple[Op, ...], on: np.ndarray) -> bool:
+        for op in ops:
+            live[id(op)] = on
+            if op.kind == "const":
+                vals[op.out.id] = np.full((1, 1), int(op.attr("value")), np.int64)
+            elif op.kind == "binop":
+                row = BINOPS[op.attr("op")]
+                a, b = get(op.args[0]), get(op.args[1])
+                if row.divides and (b == 0).any():
+                    return False  # (the step-by-step loop may never divide by it; let it decide)
+                vals[op.out.id] = row.numpy(a, b).astype(np.int64)
+            elif op.kind == "branch":
+                cond = np.broadcast_to(get(op.args[0]) != 0, (T, sim.G))
+                every = cond.all(1)
+                if (cond.any(1) != every)[on].any():
+                    return False
+                if not walk(op.attr("body").ops, on & every):
+                    return False
+        return True
+
+    with np.errstate(all="ignore"):
+        ok = walk(loop.attr("body").ops, np.ones(T, bool))
+    return w if ok else None
+
+
+def _row(x: np.ndarray, t: int, G: int) -> np.ndarray:
+    return np.ascontiguousarray(np.broadcast_to(x[t if x.shape[0] > 1 else 0], (G,)))
+
+
+# ---------------------------------------------------------------------------- the walk (no state changes)
+def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) -> bool:
+    """Fill ``w``'s per-iteration LDS accesses, store events and the operand loads' sources for
+    iterations ``0 .. T-1`` (``lds.access`` only fills its address cache); False when an access is
+    not an aligned bit move."""
+    G, lds = sim.G, sim.lds
+    for ld in shape.loads.values():
+        name, tr, c = ld.attr("tensor"), bool(ld.attr("transpose")), sim.codec_of(ld.out)
+        rows, cols = sim.tensors[name].shape
+        row0 = np.broadcast_to(_get(w, sim, ld.args[0]), (w.vals[loop.out.id].shape[0], G))
+        col0 = np.broadcast_to(_get(w, sim, ld.args[1]), row0.shape)
+        rlo, rhi, clo, chi = sim.offsets(name, c, tr)[1]
+        w.inb[id(ld)] = ((row0 + rlo >= 0) & (row0 + rhi < rows) & (col0 + clo >= 0) & (col0 + chi < cols)).all(1)
+        w.base[id(ld)] = row0 * cols + col0
+    last_def: dict[int, int] = {}
+    operand_ids = {id(op) for op in shape.operands}
+    by_buf: dict[int, list[_Store]] = {}
+
+    def visit(ops: tuple[Op, ...], t: int, events: list[tuple[Op | None, Any]]) -> bool:
+        for op in ops:
+            if not w.live[id(op)][t]:
+                continue
+            if op.kind == "branch":
+                if not visit(op.attr("body").ops, t, events):
+                    return False
+            elif op.kind == "load":
+                last_def[op.out.id] = t
+            elif op.kind == "barrier":
+                events.append((None, None))
+            elif op.kind in ("lds_store", "lds_load"):
+                buf = op.args[0]
+                v = op.args[1] if op.kind == "lds_store" else op.out
+                r, q = (op.args[2], op.args[3]) if op.kind == "lds_store" else (op.args[1], op.args[2])
+                c = sim.codec_of(v)
+                acc = lds.access(buf, c, _row(_get(w, sim, r), t, G), _row(_get(w, sim, q), t, G))
+                if not lds._aligned(acc, buf.lds.elem_bytes):
+                    return False
+                events.append((op, acc))
+                if op.kind == "lds_store":
+                    ld, s = shape.loads[v.id], last_def.get(v.id, -1)
+                    ev = _Store(op, acc, t, (ld, s) if s >= 0 and w.inb[id(ld)][s] else None)
+                    w.stores.append(ev)
+                    by_buf.setdefault(buf.id, []).append(ev)
+                elif id(op) in operand_ids:
+                    w.sources[(id(op), t)] = _source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes, w)
+        return True
+
+    for t in range(T):
+        events: list[tuple[Op | None, Any]] = []
+        if not visit(loop.attr("body").ops, t, events):
+            return False
+        w.steps.append(events)
+    return True
+
+
+def _get(w: _Walk, sim: LdsLoopHost, a: Any) -> np.ndarray:
+    if isinstance(a, Value):
+        return w.vals[a.id] if a.id in w.vals else sim.scal[a.id][None, :]
+    return np.full((1, 1), int(a), np.int64)
+
+
+# ---------------------------------------------------------------------------- sources
+def _source(sim: LdsLoopHost, events: list[_Store], acc: Any, eb: int,
+            w: _Walk) -> tuple[_Store, np.ndarray, Any] | None:
+    """The store event whose elements an operand load reads — the latest earlier store to the buffer
+    that touches any of them must write them all — and, per (wave, record) of the load, the index
+    ``g' * records + r'`` of the stored (wave, record); None: not one in-loop store of a window."""
+    for ev in reversed(events):
+        cov = _coverage(sim, ev.acc, acc, eb, w)
+        if cov is None:
+            continue
+        return (ev, cov, acc) if ev.src is not None and (cov >= 0).all() else None
+    return None
+
+
+def _coverage(sim: LdsLoopHost, s: Any, l: Any, eb: int, w: _Walk) -> np.ndarray | None:
+    """For each (wave, record) of access ``l``, the (wave, record) of access ``s`` that writes the same
+    LDS element of its workgroup (the last in store order, as the store's scatter leaves it), -1 where
+    none; None when they share no element. Once per pair of access tokens."""
+    memo = sim.memo.setdefault("lds-coverage", {})
+    key = (s.token, l.token)
+    if key not in memo:
+        lds = sim.lds
+        width = lds.mem.shape[1] // eb
+        fs = (sim.wg_of[:, None] * width + s.addr // eb).reshape(-1)
+        fl = sim.wg_of[:, None] * width + l.addr // eb
+        scratch = np.full(lds.nwg * width, -1, np.int64)
+        scratch[fs] = np.arange(fs.size)
+        cov = scratch[fl]
+        memo[key] = None if (cov < 0).all() else cov
+    return memo[key]
+
+
+@dataclass
+class _Operand:
+    """One mma operand over the fused steps: ``tensor[base[t, g] + off[e]]`` (``off < 0``: reads 0)."""
+
+    tensor: str
+    src: Any  # the global load's codec (the bits' type)
+    base: np.ndarray
+    off: np.ndarray
+
+
+def _operand(sim: LdsLoopHost, shape: _Shape, w: _Walk, which: int, fused: range) -> _Operand | None:
+    """Compose store event -> load -> the instruction's operand layout for every fused step, and
+    check the window form (module docstring, step 3)."""
+    name = "AB"[which]
+    ld_op, hw = shape.operands[which], shape.spec.hws[name]
+    idx = shape.spec.fast[2 * which]  # the slot each logical element's primary owner reads (-1: none)
+    cl = sim.codec_of(ld_op.out)
+    rec_of_slot = cl._slot_plan[1]
+    owned = np.flatnonzero(idx >= 0)
+    groups: dict[Any, list[int]] = {}
+    for t in fused:
+        got = w.sources.get((id(ld_op), t))
+        if got is None:
+            return None
+        ev = got[0]
+        groups.setdefault((ev.acc.token, got[2].token, id(ev.src[0])), []).append(t)
+    off_all: np.ndarray | None = None
+    tensor = src_codec = None
+    base = np.empty((len(fused), sim.G), np.int64)
+    for key, ts in groups.items():
+        ev, cov, _ = w.sources[(id(ld_op), ts[0])]
+        src_ld = ev.src[0]
+        cs = sim.codec_of(src_ld.out)
+        if tensor is None:
+            tensor, src_codec = src_ld.attr("tensor"), cs
+        elif (tensor, src_codec.dt.name) != (src_ld.attr("tensor"), cs.dt.name):
+            return None
+        R = cs.rec.shape[0]
+        c = cov[:, rec_of_slot]  # per image slot: the stored (wave, record)
+        sg_slot, so_slot = c // R, sim.offsets(tensor, cs, bool(src_ld.attr("transpose")))[0][c % R]
+        rec_slot, rec_prim = hw.slots, idx[hw.flat_elem]  # replicated copies must read their primary's element
+        if not (np.array_equal(sg_slot[:, rec_slot], sg_slot[:, rec_prim])
+                and np.array_equal(so_slot[:, rec_slot], so_slot[:, rec_prim])):
+            return None
+        SG, SO = sg_slot[:, idx[owned]], so_slot[:, idx[owned]]  # [G, owned elements]
+        src_base = w.base[id(src_ld)]
+        ss = np.array([w.sources[(id(ld_op), t)][0].src[1] for t in ts])
+        ref = src_base[ss[0]][SG] + SO
+        m = ref.min(1)
+        rel = ref - m[:, None]
+        if not (rel == rel[0]).all():
+            return None
+        j0 = int(np.argmin(rel[0]))
+        off = np.full(idx.size, -1, np.int64)
+        off[owned] = rel[0]
+        if off_all is None:
+            off_all = off
+        elif not np.array_equal(off_all, off):
+            return None
+        # each source wave's base moves with the wave's first element's source, step by step
+        pairs = np.unique(np.repeat(np.arange(sim.G), SG.shape[1]) * sim.G + SG.reshape(-1))
+        pg, ps = pairs // sim.G, pairs % sim.G
+        steps = src_base[ss]
+        if not np.array_equal(steps[:, ps] - steps[0, ps], steps[:, SG[pg, j0]] - steps[0, SG[pg, j0]]):
+            return None
+        base[np.asarray(ts) - fused.start] = steps[:, SG[:, j0]] + SO[:, j0]
+    assert off_all is not None and tensor is not None
+    return _Operand(tensor, src_codec, base, off_all)
+
+
+# ---------------------------------------------------------------------------- the loop
+def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
+    """Run the first ``n`` iterations of ``loop`` (a head step by step, then the rest but the last
+    fused) when the loop and the data allow it; returns ``n`` (0: the caller runs them all)."""
+    if sim.exact or len(iters) < 3 or not sim.active.all() or _off():
+        return 0
+    key = ("lds-fused-shape", id(loop))
+    if key not in sim.memo:
+        sim.memo[key] = _shape(sim, loop)
+    shape: _Shape | None = sim.memo[key]
+    hw_c = shape.spec.hws["C"] if shape is not None else None
+    if shape is None or not kernels.available(sim.G * len(iters) * hw_c.rows * hw_c.cols * shape.spec.fast[4]):
+        return 0
+    T = len(iters) - 1  # the last iteration runs step by step
+    w = _scalars(sim, loop, iters)
+    if w is None or not _walk_events(sim, loop, shape, w, T):
+        return 0
+    external = [t for t in range(T) if any(w.sources.get((id(op), t), 0) is None for op in shape.operands)]
+    head = external[-1] + 1 if external else 0
+    fused = range(head, T)
+    if len(fused) < 2:
+        return 0
+    for ev in w.stores:
+        if ev.t in fused and ev.src is None:
+            return 0  # a store whose data this path cannot replay
+    for ld in shape.loads.values():
+        if (w.live[id(ld)][head:T] & ~w.inb[id(ld)][head:T]).any():
+            return 0  # out of bounds: reported by the step-by-step load
+    a, b = (_operand(sim, shape, w, i, fused) for i in (0, 1))
+    if a is None or b is None:
+        return 0
+    vals = [_values(sim, x, shape.spec.hws[n].dt.name, shape.spec.fast[1 + 2 * i]) for i, (n, x) in enumerate(zip("AB", (a, b)))]
+    if any(np.isnan(v).any() for v in vals):
+        return 0
+    for it in iters[:head]:
+        sim.loop_step(loop, it)
+    raw = sim.regs.raw(shape.init.id)
+    if not (isinstance(raw, TileImage) and raw.tile is not None and (raw.zero or raw.codec is shape.spec.hw_d)):
+        return head
+    acc = np.array(raw.tile, np.float32, order="C")
+    small = max(sim.tensors[a.tensor].size, sim.tensors[b.tensor].size) < 2**31 // 64
+    acc = mma_chain(vals[0], a.base.astype(np.int32) if small else a.base, a.off,
+                    vals[1], b.base.astype(np.int32) if small else b.base, b.off, acc, shape.spec.fast[4], inplace=True)
+    if acc is None:
+        return head  # a NaN result: the rest step by step, nothing of the fused steps reported yet
+    _leave_state(sim, loop, shape, w, fused)
+    regs = TileImage(shape.spec.hw_d, acc)
+    sim.regs[shape.init.id] = regs
+    sim.regs[shape.mma.out.id] = regs
+    sim.vals[shape.mma.out.id] = shape.mma.out
+    return T
+
+
+def _values(sim: LdsLoopHost, x: _Operand, hw_dt: str, lut: np.ndarray) -> np.ndarray:
+    """The source tensor's elements as the instruction reads their bits (the tensor itself when the
+    types agree: encoding then decoding a value of the type is the identity)."""
+    t = sim.tensors[x.tensor]
+    if sim.p.tensor(x.tensor).dtype == x.src.dt.name == hw_dt:
+        return t.reshape(-1)
+    return lut[sim.bits_of(x.tensor, x.src.dt)]
+
+
+def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: range) -> None:
+    """What the fused iterations leave as the step-by-step loop would (module docstring, step 4)."""
+    lds = sim.lds
+
+    def count(ops: tuple[Op, ...]) -> None:
+        for op in ops:
+            n = int(w.live[id(op)][fused.start:fused.stop].sum())
+            if n:
+                sim.rep.ops[op.kind] += n
+            if op.kind == "branch":
+                count(op.attr("body").ops)
+
+    count(loop.attr("body").ops)
+    for ld in shape.loads.values():
+        steps = np.flatnonzero(w.live[id(ld)][fused.start:fused.stop]) + fused.start
+        if steps.size:
+            sim.count_transactions(ld.attr("tensor"), sim.codec_of(ld.out), w.base[id(ld)][steps],
+                                   bool(ld.attr("transpose")))
+    for t in fused:
+        for op, acc in w.steps[t]:
+            if op is None:
+                lds.barrier()
+            else:
+                lds.check(op.args[0], acc, op.kind == "lds_store", sim.active)
+    # the LDS bytes: every fused store a later fused store of the same access does not overwrite
+    last = {}
+    for i, ev in enumerate(w.stores):
+        if ev.t in fused:
+            last[(ev.op.args[0].id, ev.acc.token)] = i
+    for i in sorted(last.values()):
+        ev = w.stores[i]
+        ld, s = ev.src  # type: ignore[misc]
+        lds.store(ev.op.args[0], sim.codec_of(ev.op.args[1]), _window(sim, ld, w, s).image(), ev.acc, sim.active,
+                  ev.op.args[1].dtype)
+    # loads last defined in a fused step (a load in a branch the last iteration skips)
+    for ld in shape.loads.values():
+        steps = np.flatnonzero(w.live[id(ld)][:fused.stop])
+        if steps.size and steps[-1] >= fused.start:
+            sim.set_frag(ld.out, _window(sim, ld, w, int(steps[-1])))
+
+
+def _window(sim: LdsLoopHost, ld: Op, w: _Walk, t: int) -> WindowImage:
+    """The register image load ``ld`` defines in iteration ``t`` (in bounds: the fast load's window)."""
+    name, c, tr = ld.attr("tensor"), sim.codec_of(ld.out), bool(ld.attr("transpose"))
+    off = sim.offsets(name, c, tr)[0]
+    return WindowImage(c, sim.bits_of(name, c.dt), w.base[id(ld)][t], off[c._slot_plan[1]], name)
