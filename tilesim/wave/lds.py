@@ -339,7 +339,8 @@ class Lds:
 
     def _aligned(self, acc: _Access, eb: int) -> bool:
         if eb not in acc.aligned:
-            acc.aligned[eb] = eb in (2, 4, 8) and not (acc.addr % eb).any()
+            # every wave's addresses are a row of per_origin (each row some wave's): the same answer, fewer numbers
+            acc.aligned[eb] = eb in (2, 4, 8) and not (acc.per_origin % eb).any()
         return acc.aligned[eb]
 
     def _bit_move(self, buf: Value, c: Codec, acc: _Access, eb: int) -> bool:

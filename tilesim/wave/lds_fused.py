@@ -99,8 +99,8 @@ class _Walk:
     # per iteration, in program order: (lds_store or lds_load, its access), (None, None) for a barrier
     steps: list[list[tuple[Op | None, Any]]] = field(default_factory=list)
     stores: list[_Store] = field(default_factory=list)
-    # (id(operand lds_load), step) -> (its source store event, coverage, the load's access) or None
-    sources: dict[tuple[int, int], tuple[_Store, np.ndarray, Any] | None] = field(default_factory=dict)
+    # (id(operand lds_load), step) -> (its source store event, _coverage, the load's access) or None
+    sources: dict[tuple[int, int], tuple[_Store, Any, Any] | None] = field(default_factory=dict)
 
 
 def _off() -> bool:
@@ -253,7 +253,7 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
                     w.stores.append(ev)
                     by_buf.setdefault(buf.id, []).append(ev)
                 elif id(op) in operand_ids:
-                    w.sources[(id(op), t)] = _source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes, w)
+                    w.sources[(id(op), t)] = _source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes)
         return True
 
     for t in range(T):
@@ -271,34 +271,41 @@ def _get(w: _Walk, sim: LdsLoopHost, a: Any) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- sources
-def _source(sim: LdsLoopHost, events: list[_Store], acc: Any, eb: int,
-            w: _Walk) -> tuple[_Store, np.ndarray, Any] | None:
+def _source(sim: LdsLoopHost, events: list[_Store], acc: Any, eb: int) -> tuple[_Store, Any, Any] | None:
     """The store event whose elements an operand load reads — the latest earlier store to the buffer
-    that touches any of them must write them all — and, per (wave, record) of the load, the index
-    ``g' * records + r'`` of the stored (wave, record); None: not one in-loop store of a window."""
+    that touches any of them must write them all — with their :func:`_coverage` and the load's
+    access; None: not one in-loop store of a window."""
     for ev in reversed(events):
-        cov = _coverage(sim, ev.acc, acc, eb, w)
+        cov = _coverage(sim, ev.acc, acc, eb)
         if cov is None:
             continue
-        return (ev, cov, acc) if ev.src is not None and (cov >= 0).all() else None
+        return (ev, cov, acc) if ev.src is not None and cov[2] else None
     return None
 
 
-def _coverage(sim: LdsLoopHost, s: Any, l: Any, eb: int, w: _Walk) -> np.ndarray | None:
-    """For each (wave, record) of access ``l``, the (wave, record) of access ``s`` that writes the same
-    LDS element of its workgroup (the last in store order, as the store's scatter leaves it), -1 where
-    none; None when they share no element. Once per pair of access tokens."""
+def _coverage(sim: LdsLoopHost, s: Any, l: Any, eb: int) -> tuple[np.ndarray, int, bool] | None:
+    """For each (wave, record) of access ``l``, the ``wave' * records + record'`` of access ``s`` that
+    writes the same LDS element of its workgroup (the last in store order, as the store's scatter
+    leaves it; -1: none), whether every element is written, and the repeats: when both accesses are
+    alike in every workgroup, the map is computed for workgroup 0 and holds in each (``repeats`` =
+    workgroups, waves relative to the workgroup), else for all waves (1). None when the accesses
+    share no element. Once per pair of access tokens."""
     memo = sim.memo.setdefault("lds-coverage", {})
     key = (s.token, l.token)
     if key not in memo:
         lds = sim.lds
+        alike = lds._uniform(s, sim.active) and lds._uniform(l, sim.active)
+        n = lds.W if alike else sim.G
         width = lds.mem.shape[1] // eb
-        fs = (sim.wg_of[:, None] * width + s.addr // eb).reshape(-1)
-        fl = sim.wg_of[:, None] * width + l.addr // eb
-        scratch = np.full(lds.nwg * width, -1, np.int64)
+        fs = (sim.wg_of[:n, None] * width + s.addr[:n] // eb).reshape(-1)
+        fl = sim.wg_of[:n, None] * width + l.addr[:n] // eb
+        scratch = memo.get(("scratch", width))
+        if scratch is None:
+            scratch = memo[("scratch", width)] = np.full(lds.nwg * width, -1, np.int64)
         scratch[fs] = np.arange(fs.size)
         cov = scratch[fl]
-        memo[key] = None if (cov < 0).all() else cov
+        scratch[fs] = -1
+        memo[key] = None if (cov < 0).all() else (cov, lds.nwg if alike else 1, bool((cov >= 0).all()))
     return memo[key]
 
 
@@ -318,56 +325,62 @@ def _operand(sim: LdsLoopHost, shape: _Shape, w: _Walk, which: int, fused: range
     name = "AB"[which]
     ld_op, hw = shape.operands[which], shape.spec.hws[name]
     idx = shape.spec.fast[2 * which]  # the slot each logical element's primary owner reads (-1: none)
-    cl = sim.codec_of(ld_op.out)
-    rec_of_slot = cl._slot_plan[1]
+    rec_of_slot = sim.codec_of(ld_op.out)._slot_plan[1]
     owned = np.flatnonzero(idx >= 0)
     groups: dict[Any, list[int]] = {}
     for t in fused:
         got = w.sources.get((id(ld_op), t))
         if got is None:
             return None
-        ev = got[0]
-        groups.setdefault((ev.acc.token, got[2].token, id(ev.src[0])), []).append(t)
+        groups.setdefault((got[0].acc.token, got[2].token, id(got[0].src[0])), []).append(t)
     off_all: np.ndarray | None = None
     tensor = src_codec = None
     base = np.empty((len(fused), sim.G), np.int64)
-    for key, ts in groups.items():
-        ev, cov, _ = w.sources[(id(ld_op), ts[0])]
+    W = sim.lds.W
+    for ts in groups.values():
+        ev, (cov, nrep, _), _ = w.sources[(id(ld_op), ts[0])]
         src_ld = ev.src[0]
         cs = sim.codec_of(src_ld.out)
         if tensor is None:
             tensor, src_codec = src_ld.attr("tensor"), cs
         elif (tensor, src_codec.dt.name) != (src_ld.attr("tensor"), cs.dt.name):
             return None
-        R = cs.rec.shape[0]
-        c = cov[:, rec_of_slot]  # per image slot: the stored (wave, record)
+        R, Wu = cs.rec.shape[0], sim.G // nrep
+        c = cov[:, rec_of_slot]  # per image slot: the stored (wave, record), waves relative to the repeat
         sg_slot, so_slot = c // R, sim.offsets(tensor, cs, bool(src_ld.attr("transpose")))[0][c % R]
         rec_slot, rec_prim = hw.slots, idx[hw.flat_elem]  # replicated copies must read their primary's element
-        if not (np.array_equal(sg_slot[:, rec_slot], sg_slot[:, rec_prim])
+        if not np.array_equal(rec_slot, rec_prim) and not (
+                np.array_equal(sg_slot[:, rec_slot], sg_slot[:, rec_prim])
                 and np.array_equal(so_slot[:, rec_slot], so_slot[:, rec_prim])):
             return None
-        SG, SO = sg_slot[:, idx[owned]], so_slot[:, idx[owned]]  # [G, owned elements]
-        src_base = w.base[id(src_ld)]
-        ss = np.array([w.sources[(id(ld_op), t)][0].src[1] for t in ts])
-        ref = src_base[ss[0]][SG] + SO
-        m = ref.min(1)
-        rel = ref - m[:, None]
+        SG, SO = sg_slot[:, idx[owned]], so_slot[:, idx[owned]]  # [Wu, owned elements]
+        # the (wave, source wave) pairs: a wave reads stores of its own workgroup
+        uses = np.zeros((Wu, W), bool)
+        uses[np.arange(Wu)[:, None], SG % W] = True
+        pi, pw = np.nonzero(uses)
+        pu = pi // W * W + pw
+        srcs = w.base[id(src_ld)][[w.sources[(id(ld_op), t)][0].src[1] for t in ts]].reshape(len(ts), nrep, Wu)
+        # element e's offset minus element 0's at the first step: the same in every repeat and wave
+        d = srcs[0][:, pu] - srcs[0][:, SG[pi, 0]]
+        if not (d == d[0]).all():
+            return None
+        dd = np.zeros((Wu, W), np.int64)
+        dd[pi, pw] = d[0]
+        rel = dd[np.arange(Wu)[:, None], SG % W] + SO - SO[:, :1]
         if not (rel == rel[0]).all():
             return None
         j0 = int(np.argmin(rel[0]))
         off = np.full(idx.size, -1, np.int64)
-        off[owned] = rel[0]
+        off[owned] = rel[0] - rel[0, j0]
         if off_all is None:
             off_all = off
         elif not np.array_equal(off_all, off):
             return None
-        # each source wave's base moves with the wave's first element's source, step by step
-        pairs = np.unique(np.repeat(np.arange(sim.G), SG.shape[1]) * sim.G + SG.reshape(-1))
-        pg, ps = pairs // sim.G, pairs % sim.G
-        steps = src_base[ss]
-        if not np.array_equal(steps[:, ps] - steps[0, ps], steps[:, SG[pg, j0]] - steps[0, SG[pg, j0]]):
+        # at every later step, each source wave's base moves as the wave's element j0's source does
+        delta = srcs - srcs[0]
+        if not np.array_equal(delta[:, :, pu], delta[:, :, SG[pi, j0]]):
             return None
-        base[np.asarray(ts) - fused.start] = steps[:, SG[:, j0]] + SO[:, j0]
+        base[np.asarray(ts) - fused.start] = (srcs[:, :, SG[:, j0]] + SO[:, j0]).reshape(len(ts), sim.G)
     assert off_all is not None and tensor is not None
     return _Operand(tensor, src_codec, base, off_all)
 
