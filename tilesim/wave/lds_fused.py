@@ -299,9 +299,9 @@ def _coverage(sim: LdsLoopHost, s: Any, l: Any, eb: int) -> tuple[np.ndarray, in
         width = lds.mem.shape[1] // eb
         fs = (sim.wg_of[:n, None] * width + s.addr[:n] // eb).reshape(-1)
         fl = sim.wg_of[:n, None] * width + l.addr[:n] // eb
-        scratch = memo.get(("scratch", width))
-        if scratch is None:
-            scratch = memo[("scratch", width)] = np.full(lds.nwg * width, -1, np.int64)
+        scratch = memo.get(("scratch", n, width))
+        if scratch is None:  # (workgroup 0's elements only, for alike accesses)
+            scratch = memo[("scratch", n, width)] = np.full((1 if alike else lds.nwg) * width, -1, np.int64)
         scratch[fs] = np.arange(fs.size)
         cov = scratch[fl]
         scratch[fs] = -1
