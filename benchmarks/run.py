@@ -282,16 +282,21 @@ def bench_lds(sizes: list[int]) -> list[dict[str, Any]]:
             plain = gemm.specialize(target=target, M=n, N=n, K=n, mma=mma)
             arrays = _gemm_inputs(n, n, n)
             ts.simulate(lds_gemm.specialize(target=target, M=64, N=64, K=64, mma=mma), **_gemm_inputs(64, 64, 64))
-            tp, tl = [], []
-            for _ in range(3):  # interleaved: both see the same load
-                tp += _times(lambda: ts.simulate(plain, **arrays), 1)[0]
-                t, res = _times(lambda: ts.simulate(lds, **arrays), 1)
-                tl += t
-            r = res.report
-            out.append(_figure(f"lds/{target}/{n}", f"LDS double-buffered GEMM {n}³ ({mma}, 2x2 waves, swizzled; "
-                               "bank conflicts + race detector on)", tl, "s", f"plain GEMM {n}³, same instruction", tp,
-                               load_start=l0, target={"max_ratio": 3.0}, lds_accesses=r.lds_accesses,
-                               bank_conflict_cycles=r.lds_bank_conflict_cycles, races=r.race_count))
+            # the simulator alone (verify=False), then as a user calls it (verify: check()'s static analysis first)
+            for verify in (False, True):
+                tp, tl = [], []
+                for _ in range(3 if not verify or n <= 512 else 1):  # interleaved: both see the same load
+                    tp += _times(lambda: ts.simulate(plain, verify=verify, **arrays), 1)[0]
+                    t, res = _times(lambda: ts.simulate(lds, verify=verify, **arrays), 1)
+                    tl += t
+                r = res.report
+                out.append(_figure(f"lds{'' if verify else '-sim'}/{target}/{n}",
+                                   f"LDS double-buffered GEMM {n}³ ({mma}, 2x2 waves, swizzled; bank conflicts + race "
+                                   f"detector on; {'with check()' if verify else 'simulate(verify=False)'})", tl, "s",
+                                   f"plain GEMM {n}³, same instruction, same verify", tp, load_start=l0,
+                                   target={"max_ratio": 3.0}, lds_accesses=r.lds_accesses,
+                                   bank_conflict_cycles=r.lds_bank_conflict_cycles, races=r.race_count))
+                l0 = _load()
     return out
 
 
