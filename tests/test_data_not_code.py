@@ -86,6 +86,11 @@ def _refused(text: str, *needles: str) -> str:
     return msg
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tilesim", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+
+
 # ------------------------------------------------------------------ program JSON read strictly
 def test_every_example_program_still_round_trips():
     for text in _texts():
@@ -203,8 +208,7 @@ def test_the_cli_exits_2_with_one_line(tmp_path, mutation):
     p = tmp_path / "prog.json"
     p.write_text(text)
     for cmd in ("emit", "check"):
-        r = subprocess.run([sys.executable, "-m", "tilesim", cmd, str(p)], capture_output=True, text=True,
-                           cwd=ROOT, timeout=300)
+        r = _cli(cmd, str(p))
         assert r.returncode == 2, (cmd, r.stdout[-300:], r.stderr[-300:])
         assert "Traceback" not in r.stderr and r.stderr.startswith("tilesim: error:"), r.stderr
 
@@ -426,9 +430,7 @@ def test_emulate_arguments_in_range_are_kept():
 def test_emulate_cli_bad_argument_exits_2(tmp_path):
     src = tmp_path / "k.hip"
     src.write_text('extern "C" __attribute__((amdgpu_kernel)) void k(float* a, int n) { a[0] = n; }\n')
-    r = subprocess.run([sys.executable, "-m", "tilesim", "emulate", str(src), "--target", "gfx1100", "--kernel", "k",
-                        "--arg", "a=f32[64]", "--arg", "n=i32:1.5"], capture_output=True, text=True, cwd=ROOT,
-                       timeout=300)
+    r = _cli("emulate", str(src), "--target", "gfx1100", "--kernel", "k", "--arg", "a=f32[64]", "--arg", "n=i32:1.5")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-400:]
     assert "n=i32:1.5" in r.stderr
 
@@ -452,8 +454,7 @@ def test_cli_output_carries_no_terminal_control_from_names(tmp_path, cmd):
     p = tmp_path / "prog.json"
     p.write_text(json.dumps(doc))
     extra = ["--target", doc["target"]] if cmd == "emit" else []
-    r = subprocess.run([sys.executable, "-m", "tilesim", cmd, str(p), *extra], capture_output=True, text=True,
-                       cwd=ROOT, timeout=300)
+    r = _cli(cmd, str(p), *extra)
     assert r.returncode in (0, 1), r.stderr[-300:]
     for out in (r.stdout, r.stderr):
         bad = [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0
@@ -468,12 +469,10 @@ def test_cli_error_messages_carry_no_terminal_control(tmp_path):
     doc = _doc()
     doc["target"] = "\x1b[2Jgfx1201"
     p.write_text(json.dumps(doc))
-    r = subprocess.run([sys.executable, "-m", "tilesim", "check", str(p)], capture_output=True, text=True, cwd=ROOT,
-                       timeout=300)
+    r = _cli("check", str(p))
     assert r.returncode == 2 and "\x1b" not in r.stderr, r.stderr[-300:]
     q = tmp_path / "\x1b[2J-missing.json"  # a path named in the error as it is
-    r = subprocess.run([sys.executable, "-m", "tilesim", "check", str(q)], capture_output=True, text=True, cwd=ROOT,
-                       timeout=300)
+    r = _cli("check", str(q))
     assert r.returncode == 2 and "\x1b" not in r.stderr, r.stderr[-300:]
 
 
@@ -504,12 +503,10 @@ def test_the_deepest_program_allowed_runs_every_pass(tmp_path, cmd):
 
     p = tmp_path / "deep.json"
     p.write_text(_nested(MAX_NESTING))
-    r = subprocess.run([sys.executable, "-m", "tilesim", cmd[0], str(p), *cmd[1:]], capture_output=True, text=True,
-                       cwd=ROOT, timeout=300)
+    r = _cli(cmd[0], str(p), *cmd[1:])
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stderr[-500:]
     p.write_text(_nested(200))
-    r = subprocess.run([sys.executable, "-m", "tilesim", cmd[0], str(p), *cmd[1:]], capture_output=True, text=True,
-                       cwd=ROOT, timeout=300)
+    r = _cli(cmd[0], str(p), *cmd[1:])
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-500:]
 
 
