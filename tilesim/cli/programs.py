@@ -332,8 +332,9 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
         if args.format == "json":
             return json.dumps({"ok": rep.ok, "matrix_calls": rep.matrix_calls, "checked": rep.checked,
                                "untraced": rep.untraced, "counts": rep.counts, "notes": list(rep.notes),
-                               "findings": [f.text for f in rep.findings]}, indent=1), 0 if rep.ok else 1
-        return str(rep), 0 if rep.ok else 1
+                               "undecided": list(rep.undecided), "findings": [f.text for f in rep.findings]},
+                              indent=1), rep.exit_status
+        return str(rep), rep.exit_status
     res, inputs = emulate_hip(source, args.target, args.kernel, grid=dims(args.grid, "grid"),
                               block=dims(args.block, "block"), args=args.arg, seed=args.seed)
     if args.out:

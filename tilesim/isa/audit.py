@@ -17,6 +17,11 @@ survives a conversion to f16 up to 2048) — with a hook at every WMMA/MFMA:
 Limits (said in the report, never guessed): 8-bit buffers carry too few codes and are not traced;
 values the kernel computes on (scales, sums) before the instruction are "untraced" slots;
 multi-block MFMA operands are not audited.
+
+Fail closed: a kernel that runs no matrix instruction, a call whose A or B operand has no slot that
+could be traced (8-bit operands, values computed in the kernel) and a multi-block call leave the
+audit *undecided* (``AuditReport.undecided`` names each); the report is then not ``ok`` and the
+command line exits 3, never 0 — "no findings" would only mean "nothing was looked at".
 """
 
 from __future__ import annotations
@@ -63,15 +68,25 @@ class AuditReport:
     untraced: int
     notes: tuple[str, ...] = ()
     counts: dict = field(default_factory=dict)  # findings per (kind, operand)
+    undecided: tuple[str, ...] = ()  # what the audit could not look at (see the module docstring)
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        """No finding *and* every matrix instruction's A and B were traced (the command line's exit 0)."""
+        return not self.findings and not self.undecided
+
+    @property
+    def exit_status(self) -> int:
+        """1: a layout finding; 3: nothing contradicts the layout but the audit could not trace it; else 0."""
+        return 1 if self.findings else 3 if self.undecided else 0
 
     def __str__(self) -> str:
         head = (f"layout audit: {self.matrix_calls} matrix-instruction calls, {self.checked} slots/elements traced, "
                 f"{self.untraced} untraced, {sum(self.counts.values())} finding(s)")
-        return "\n".join([head, *(f"  {f}" for f in self.findings[:40]), *(f"  note: {n}" for n in self.notes)])
+        if self.undecided and not self.findings:
+            head += " — UNDECIDED: the layout was not audited"
+        return "\n".join([head, *(f"  {f}" for f in self.findings[:40]),
+                          *(f"  undecided: {u}" for u in self.undecided), *(f"  note: {n}" for n in self.notes)])
 
 
 @dataclass(frozen=True)
@@ -154,6 +169,7 @@ class _Auditor:
         self.counts: Counter = Counter()
         self.checked = self.untraced = self.calls = 0
         self.notes: list[str] = []
+        self.undecided: list[str] = []
         self.instances: list[tuple[int, str, int, np.ndarray, int, int]] = []  # line, mnem, wave, D rec, m, n
         self.d_base = sum(int(np.prod(c.shape)) for c in codes)
         self.kmaps: dict[tuple[int, int, str], dict[int, int]] = {}
@@ -164,7 +180,7 @@ class _Auditor:
     def __call__(self, ins, row, w, operands, d_rec):  # noqa: ANN001 - the emulator's hook signature
         self.calls += 1
         if row.blocks != 1:
-            self.notes.append(f"line {ins.line} {row.mnemonic}: multi-block operands are not audited")
+            self.undecided.append(f"line {ins.line} {row.mnemonic}: multi-block operands are not audited")
             return None
         if self.store_pass:
             m, n = row.m, row.n
@@ -181,6 +197,10 @@ class _Auditor:
             width = int(rec[0, 6] - rec[0, 5] + 1)
             buf, idx = _decode(fields, width, optype, self.codes)
             r, c = rec[:, 1], rec[:, 2]
+            if op in "AB" and not (buf >= 0).any():  # C may start as zeros in registers; A and B come from memory
+                why = f"{width}-bit operands carry too few codes" if width < 16 else \
+                    "its values are not the coded input elements (computed in the kernel, or not from a buffer)"
+                self.undecided.append(f"line {ins.line} {row.mnemonic}: no {op} operand slot could be traced ({why})")
             for t, wave in enumerate(w):
                 known = buf[t] >= 0
                 self.untraced += int((~known).sum())
@@ -215,6 +235,9 @@ class _Auditor:
                         f"which is {exp} of the tile the other slots hold"))
                 self.counts[("operand", op)] += int(bad.sum())
         return None
+
+    def unaudited(self, ins, row) -> None:  # noqa: ANN001 - called by the emulator for sparse/scaled instructions
+        self.undecided.append(f"line {ins.line} {row.mnemonic}: sparse and scaled matrix instructions are not audited")
 
     def finish_stores(self, outputs: dict[str, np.ndarray]) -> None:
         for name, arr in outputs.items():
@@ -282,10 +305,14 @@ def audit(code: object, target: str | None = None, kernel: str | None = None, *,
     findings = tuple(first.findings + second.findings)
     counts = {f"{k}:{o}": v for (k, o), v in (first.counts + second.counts).items() if v}
     notes = list(dict.fromkeys(first.notes + second.notes))
+    undecided = list(dict.fromkeys(first.undecided))
+    if not first.calls and not undecided:
+        undecided.append(f"kernel {kernel or '(the only one)'} ran no matrix instruction: nothing was audited")
     untraced_bufs = [a[0] for a in (args or []) if isinstance(a, tuple) and a[0] not in {c.name for c in codes}]
     if untraced_bufs:
         notes.append(f"not traced (8-bit or other element types): {', '.join(untraced_bufs)}")
-    return AuditReport(findings, first.calls, first.checked + second.checked, first.untraced, tuple(notes), counts)
+    return AuditReport(findings, first.calls, first.checked + second.checked, first.untraced, tuple(notes), counts,
+                       tuple(undecided))
 
 
 def audit_program(prog: object) -> AuditReport:

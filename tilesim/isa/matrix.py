@@ -269,6 +269,8 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
         replace = None
         if st.mma_hook is not None and not row.sparse and not scaled:  # the layout audit sees every operand slot
             replace = st.mma_hook(ins, row, w, {op: (plans[op][0], raw[op]) for op in "ABC"}, plans["D"][0])
+        elif st.mma_hook is not None and hasattr(st.mma_hook, "unaudited"):  # sparse/scaled: said, not skipped
+            st.mma_hook.unaudited(ins, row)
         A, B, C = apply_negation(row, A, B, C, neg, neg_hi) if (neg or neg_hi) else (A, B, C)
         if scaled:
             A, B = _apply_scales(row, A, B, {op: _scale_bits(op, w) for op in scaled})
