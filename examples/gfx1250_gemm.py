@@ -10,8 +10,10 @@
 * ``v_wmma_f32_32x16x128_f4`` (fp4 e2m1) is M=32: A and D are two 16-row halves stacked in the
   VGPRs (A rows 16-31 in VGPRs 8-15, D rows 16-31 in VGPRs 8-15), B is shared.
 
-* Block scales: ``mx_programs()`` (E8M0, block 32 and 16) in tile programs; ``nvfp4_tile()`` runs one
-  scale16 WMMA on fp4 with E4M3 (``matrix_*_scale_fmt`` 2) or E5M3 (1) scales at the instruction level.
+* Block scales: ``mx_programs()`` (E8M0, block 32 and 16) in tile programs; ``nvfp4_programs()``:
+  block-16 scales in E4M3 / E5M3 (``ts.mma(..., a_scale_fmt="e4m3", b_scale_fmt="e5m3")``, the
+  ``matrix_*_scale_fmt`` fields 2 / 1), NVFP4-style fp4 GEMMs and an fp8 x bf8 one that compiles;
+  ``nvfp4_tile()`` runs one such WMMA at the instruction level.
 
 Sources and confidence: docs/catalog.md (gfx1250 rows). ``programs()`` check, simulate and compile;
 ``f4_programs()`` check and simulate (4-bit tensors are not emitted yet).
@@ -97,10 +99,13 @@ MX_CONFIGS = [  # (instruction, A type, B type, k per scale, A's scale row selec
 ]
 
 
-def _make_mx(ta: str, tb: str) -> ts.ir.Kernel:
-    def gfx1250_mx_gemm(A: ts.Tensor[ta, "M", "K"], SA: ts.Tensor["e8m0", "M", "KB"], B: ts.Tensor[tb, "K", "N"],
-                        SB: ts.Tensor["e8m0", "KB", "N"], C: ts.Tensor["f32", "M", "N"],
-                        *, mma="v_wmma_scale_f32_16x16x128_f8f6f4", block=32, row_a=0, row_b=0):
+def _make_mx(ta: str, tb: str, sta: str = "e8m0", stb: str = "e8m0") -> ts.ir.Kernel:
+    """``sta``/``stb``: the scale tensors' element types (e8m0; fp8_ocp holds E4M3 values; u8 the raw
+    scale bytes of any format); ``sfa``/``sfb`` the formats the instruction reads them in."""
+    def gfx1250_mx_gemm(A: ts.Tensor[ta, "M", "K"], SA: ts.Tensor[sta, "M", "KB"], B: ts.Tensor[tb, "K", "N"],
+                        SB: ts.Tensor[stb, "KB", "N"], C: ts.Tensor["f32", "M", "N"],
+                        *, mma="v_wmma_scale_f32_16x16x128_f8f6f4", block=32, row_a=0, row_b=0,
+                        sfa="e8m0", sfb="e8m0"):
         op = ts.mma_op(mma)
         fa, fb = _CODE[ta] if op.m == 16 else 0, _CODE[tb] if op.m == 16 else 0  # the M=32 form is fp4 only
         mods = {k: v for k, v in (("cbsz", fa), ("blgp", fb), ("opsel_a", row_a), ("opsel_b", row_b)) if v}
@@ -113,10 +118,11 @@ def _make_mx(ta: str, tb: str) -> ts.ir.Kernel:
             # the scales of k-blocks k/block ... in bytes 0.. of lane r (+16 with the ROW1 select)
             sa = ts.load(SA[tm * op.m:, k // block:], op.layout("SA", opsel_a=row_a))
             sb = ts.load(SB[k // block:, tn * op.n:], op.layout("SB", opsel_b=row_b))
-            acc = ts.mma(op, a, b, acc, scale_a=sa, scale_b=sb, **mods)
+            acc = ts.mma(op, a, b, acc, scale_a=sa, scale_b=sb, a_scale_fmt=sfa, b_scale_fmt=sfb, **mods)
         ts.store(C[tm * op.m:, tn * op.n:], acc)
 
-    gfx1250_mx_gemm.__name__ = f"gfx1250_mx_gemm_{ta.split('_')[0]}_{tb.split('_')[0]}"
+    scales = "" if (sta, stb) == ("e8m0", "e8m0") else f"_{sta.split('_')[0]}_{stb.split('_')[0]}"
+    gfx1250_mx_gemm.__name__ = f"gfx1250_mx_gemm_{ta.split('_')[0]}_{tb.split('_')[0]}{scales}"
     return ts.kernel(gfx1250_mx_gemm)
 
 
@@ -149,11 +155,68 @@ def mx_reference(A: np.ndarray, SA: np.ndarray, B: np.ndarray, SB: np.ndarray) -
 
 
 # ------------------------------------------------------------------ E4M3 / E5M3 scales (NVFP4-style)
+# (A type, B type, SA tensor type, SB tensor type, SA format, SB format) on the scale16 form, 16 k per scale
+SCALE_FMT_CONFIGS = [
+    ("fp4", "fp4", "fp8_ocp", "fp8_ocp", "e4m3", "e4m3"),  # NVFP4: fp4 values, E4M3 scale per 16 k
+    ("fp4", "fp4", "u8", "u8", "e4m3", "e5m3"),  # the raw scale bytes, A's read as E4M3, B's as E5M3
+    ("fp8_ocp", "bf8_ocp", "fp8_ocp", "u8", "e4m3", "e5m3"),  # 8-bit A/B: emitted and compiled
+]
+SCALE_FMT_KERNELS = {c[:4]: _make_mx(*c[:4]) for c in SCALE_FMT_CONFIGS}
+
+
+def nvfp4_programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
+    """Block-16 scaled GEMMs on ``v_wmma_scale16_f32_16x16x128_f8f6f4`` whose scales are E4M3 / E5M3
+    (``a_scale_fmt``/``b_scale_fmt`` = ``matrix_*_scale_fmt`` 2 / 1), per :data:`SCALE_FMT_CONFIGS`:
+    all checked and simulated; the fp8 x bf8 one also emitted and compiled (4-bit tensors are not
+    emitted yet)."""
+    return [SCALE_FMT_KERNELS[c[:4]].specialize(target="gfx1250", M=M, N=N, K=K, KB=K // 16,
+                                                  mma="v_wmma_scale16_f32_16x16x128_f8f6f4", block=16,
+                                                  sfa=c[4], sfb=c[5]) for c in SCALE_FMT_CONFIGS]
+
+
+def _e4m3(c: np.ndarray) -> np.ndarray:
+    """OCP FP8 E4M3 bytes -> float64 (sign, bias 7, subnormals m * 2**-9; the inputs hold no NaN)."""
+    e, m = (c >> 3) & 15, c & 7
+    v = np.where(e == 0, m * 2.0**-9, (1 + m / 8) * np.exp2(e.astype(np.float64) - 7))
+    return np.where(c & 0x80, -v, v)
+
+
+def _e5m3(c: np.ndarray) -> np.ndarray:
+    """E5M3 bytes (unsigned, bias 15, subnormals m * 2**-17; AMD rocjitsu fp8_e5m3_to_f32) -> float64."""
+    e, m = (c >> 3) & 31, c & 7
+    return np.where(e == 0, m * 2.0**-17, (1 + m / 8) * np.exp2(e.astype(np.float64) - 15))
+
+
+SCALE_BYTES = {"e4m3": ((0x20, 0x58), _e4m3), "e5m3": ((0x58, 0x98), _e5m3)}  # 2**-3..2**4 / 2**-4..2**4
+
+
+def scale_formats(prog: ts.Program) -> dict[str, str]:
+    """The formats the program's scaled mma reads SA and SB in (its a_scale_fmt/b_scale_fmt codes)."""
+    from tilesim.matrix.catalog import lookup
+
+    op = next(o for o in prog.walk() if o.kind == "mma_scaled")
+    row, mods = lookup(op.attr("instr"), prog.target), dict(op.attr("modifiers") or ())
+    return {x: row.scale(x).formats[mods.get(f"{x[1].lower()}_scale_fmt", 0)] for x in ("SA", "SB")}
+
+
+def nvfp4_inputs(prog: ts.Program, seed: int = 0) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(the arrays to run ``prog`` on, the scales as float64 factors): ``inputs`` plus positive scale
+    bytes of each format; a u8 tensor gets the bytes, an fp8_ocp tensor the E4M3 values they encode."""
+    out, factors = inputs(prog, seed), {}
+    rng = np.random.default_rng(seed + 2000)
+    for name, fmt in scale_formats(prog).items():
+        (lo, hi), dec = SCALE_BYTES[fmt]
+        raw = rng.integers(lo, hi + 1, prog.tensor(name).shape).astype(np.int64)
+        factors[name] = dec(raw)
+        out[name] = raw.astype(np.uint8) if prog.tensor(name).dtype == "u8" else factors[name].astype(np.float32)
+    return out, factors
+
+
 def nvfp4_tile(seed: int = 0, scale_fmt: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """One ``v_wmma_scale16_f32_16x16x128_f8f6f4`` on fp4 (e2m1) A and B with one E4M3 scale per 16 k
     (``matrix_a_scale_fmt = matrix_b_scale_fmt = 2``; 1 reads the bytes as E5M3): the NVFP4 block
-    format. Runs at the instruction level (``numerics.execute_scaled``) — tile programs read E8M0
-    scale tensors only (docs/catalog.md, Known gaps). Returns (D, the float64 reference)."""
+    format, at the instruction level (``numerics.execute_scaled``); :func:`nvfp4_programs` are the
+    tile programs. Returns (D, the float64 reference)."""
     from tilesim.matrix.catalog import lookup
     from tilesim.matrix.numerics import execute_scaled
 
@@ -183,6 +246,13 @@ if __name__ == "__main__":
         want = (mx_reference if mx else reference)(**arrays)["C"]
         err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
         print(f"{prog.name:28} {ts.check(prog).ok and 'check OK':9} max |C - float64| / max|C| = {err:.2e}")
+    for prog in nvfp4_programs():
+        arrays, factors = nvfp4_inputs(prog)
+        got = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
+        want = mx_reference(arrays["A"], factors["SA"], arrays["B"], factors["SB"])["C"]
+        err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
+        print(f"{prog.name[16:] + ' ' + '/'.join(scale_formats(prog).values()):28} "
+              f"{ts.check(prog).ok and 'check OK':9} max |C - float64| / max|C| = {err:.2e}")
     for fmt, name in ((2, "E4M3"), (1, "E5M3")):
         got, want = nvfp4_tile(0, fmt)
         err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)

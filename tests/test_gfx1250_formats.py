@@ -210,3 +210,151 @@ def test_scale_format_codes_are_checked():
 def test_the_nvfp4_example_matches_its_float64_reference(fmt):
     got, want = gfx1250_gemm.nvfp4_tile(3, fmt)
     np.testing.assert_allclose(got, want, rtol=2.0**-23, atol=2.0**-23 * np.abs(want).max())
+
+
+# ------------------------------------------------------------------ E4M3 / E5M3 scales in tile programs
+def dec_e5m2(c: int) -> float:
+    """OCP FP8 E5M2 (bias 15, subnormals m/4 * 2**-14); the inputs hold no Inf/NaN."""
+    c = int(c)
+    s, e, m = (c >> 7) & 1, (c >> 2) & 31, c & 3
+    v = m / 4 * 2.0**-14 if e == 0 else (1 + m / 4) * 2.0 ** (e - 15)
+    return -v if s else v
+
+
+def dec_e2m1(c: int) -> float:
+    """OCP FP4 E2M1 (§5.3.3): sign, 2 exponent bits (bias 1), 1 mantissa bit."""
+    c = int(c)
+    s, e, m = (c >> 3) & 1, (c >> 1) & 3, c & 1
+    v = m / 2 if e == 0 else (1 + m / 2) * 2.0 ** (e - 1)
+    return -v if s else v
+
+
+VALUE_DEC = {"fp4": (dec_e2m1, range(16)), "fp8_ocp": (dec_e4m3, [c for c in range(256) if (c & 0x7F) != 0x7F]),
+             "bf8_ocp": (dec_e5m2, [c for c in range(256) if (c >> 2) & 31 != 31])}
+SCALE_DEC = {"e4m3": (dec_e4m3, range(0x20, 0x59)), "e5m3": (dec_e5m3, range(0x58, 0x99))}  # 2**-4 .. 2**4
+
+
+def _scalefmt_arrays(prog, seed, formats):
+    """Arrays for a scale-format program and the float64 reference, every value decoded from its bits
+    by this file's decoders: A/B from their formats' codes, the scales from bytes of ``formats``
+    (a u8 tensor gets the bytes, an fp8_ocp tensor the E4M3 values)."""
+    rng = np.random.default_rng(seed)
+    arrays, vals = {}, {}
+    for name in ("A", "B", "SA", "SB"):
+        t = prog.tensor(name)
+        dec, codes = VALUE_DEC[t.dtype] if name in "AB" else SCALE_DEC[formats[name]]
+        raw = rng.choice(np.array(list(codes)), t.shape)
+        vals[name] = np.vectorize(dec)(raw).astype(np.float64)
+        arrays[name] = raw.astype(np.uint8) if t.dtype == "u8" else vals[name].astype(np.float32)
+    kb = np.arange(vals["A"].shape[1]) // 16
+    want = (vals["A"] * vals["SA"][:, kb]) @ (vals["B"] * vals["SB"][kb, :])
+    return arrays, want
+
+
+SCALEFMT = [("e4m3", "e4m3"), ("e4m3", "e5m3"), ("e4m3", "e5m3")]  # the formats of nvfp4_programs()
+
+
+@pytest.mark.parametrize("i", range(3), ids=["fp4-e4m3-typed", "fp4-u8-e4m3xe5m3", "fp8xbf8-e4m3xe5m3"])
+def test_scale_format_tile_programs_match_float64(i):
+    prog = gfx1250_gemm.nvfp4_programs()[i]
+    assert ts.check(prog).ok, str(ts.check(prog))
+    fa, fb = SCALEFMT[i]
+    assert gfx1250_gemm.scale_formats(prog) == {"SA": fa, "SB": fb}
+    for seed in (0, 1):
+        arrays, want = _scalefmt_arrays(prog, 10 * i + seed, {"SA": fa, "SB": fb})
+        got = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
+        np.testing.assert_allclose(got, want, rtol=2.0**-22, atol=2.0**-22 * np.abs(want).max())
+
+
+def _planted(i, **formats):
+    """nvfp4_programs()[i] with ``sfa``/``sfb`` changed: the scales read in another format."""
+    ta, tb, sta, stb, fa, fb = gfx1250_gemm.SCALE_FMT_CONFIGS[i]
+    return gfx1250_gemm.SCALE_FMT_KERNELS[ta, tb, sta, stb].specialize(
+        target=T, M=64, N=32, K=256, KB=16, mma="v_wmma_scale16_f32_16x16x128_f8f6f4", block=16,
+        **{"sfa": fa, "sfb": fb, **formats})
+
+
+@pytest.mark.parametrize(("i", "field"), [(1, "sfa"), (2, "sfb")], ids=["fp4-SA", "fp8xbf8-SB"])
+def test_e4m3_or_e5m3_scales_read_as_e8m0_fail_the_verdict(i, field):
+    """The planted bug: u8 scale bytes that hold E4M3 (SA) or E5M3 (SB), read as E8M0 (the format
+    field left out, as every tile program read them before it was modelled). check cannot see it
+    (u8 holds any format); the simulation against the float64 reference does."""
+    from tilesim.diff.verdict import run
+
+    right = gfx1250_gemm.nvfp4_programs()[i]
+    arrays, want = _scalefmt_arrays(right, 5, {"SA": "e4m3", "SB": "e5m3"})
+    v = run(right, device="none", reference={"C": want}, **arrays)
+    assert v.ok and v.status in ("COMPILE_ONLY", "SIMULATED_ONLY"), v
+    bug = _planted(i, **{field: "e8m0"})
+    assert right.tensor("S" + field[-1].upper()).dtype == "u8" and ts.check(bug).ok, str(ts.check(bug))
+    v = run(bug, device="none", reference={"C": want}, **arrays)
+    assert v.status == "SIM_MISMATCH", v
+
+
+def test_an_e4m3_typed_scale_read_as_e8m0_is_a_check_error():
+    """An fp8_ocp (E4M3) scale tensor under the E8M0 format field: check names both and the fix."""
+    from tilesim.diff.verdict import run
+
+    bug = _planted(0, sfa="e8m0")
+    rep = ts.check(bug)
+    assert not rep.ok and "fp8_ocp fragment but v_wmma_scale16_f32_16x16x128_f8f6f4 reads SA as E8M0 " \
+        "(a_scale_fmt=0)" in str(rep) and "a_scale_fmt=" in str(rep), str(rep)
+    arrays, want = _scalefmt_arrays(gfx1250_gemm.nvfp4_programs()[0], 1, {"SA": "e4m3", "SB": "e4m3"})
+    assert run(bug, device="none", reference={"C": want}, **arrays).status in ("CHECK_FAILED", "SIM_MISMATCH")
+
+
+def test_scale_formats_are_validated_modifiers_that_round_trip():
+    """Traced as the format field's code (E8M0 adds nothing, so E8M0 programs trace as before),
+    kept through JSON; names outside the vocabulary, rows without the field, unscaled mma and a
+    code the row does not take are refused with the valid formats named."""
+    from tilesim.errors import ModifierError
+    from tilesim.ir.core import Program
+
+    prog = gfx1250_gemm.nvfp4_programs()[2]
+    (op,) = [o for o in prog.walk() if o.kind == "mma_scaled"]
+    assert ("a_scale_fmt", 2) in op.attr("modifiers") and ("b_scale_fmt", 1) in op.attr("modifiers")
+    again = Program.from_json(prog.to_json())
+    assert again == prog and gfx1250_gemm.scale_formats(again) == {"SA": "e4m3", "SB": "e5m3"}
+    (e8,) = [o for o in gfx1250_gemm.mx_programs()[0].walk() if o.kind == "mma_scaled"]
+    assert not any(k.endswith("_scale_fmt") for k, _ in e8.attr("modifiers"))
+    with pytest.raises(ModifierError, match=r"'e3m4'.*e8m0, e5m3, e4m3"):
+        _planted(2, sfa="e3m4")
+    mx = gfx1250_gemm.MX_KERNELS["fp8_ocp", "bf8_ocp"]  # gfx950: the scale builtin reads E8M0 only
+    with pytest.raises(ModifierError, match=r"v_mfma_scale_f32_16x16x128_f8f6f4 \(cdna4\).*'e4m3'.*legal: 'e8m0'"):
+        mx.specialize(target="gfx950", M=64, N=32, K=256, KB=8, mma="v_mfma_scale_f32_16x16x128_f8f6f4",
+                      sfa="e4m3")
+    assert mx.specialize(target="gfx950", M=64, N=32, K=256, KB=8, mma="v_mfma_scale_f32_16x16x128_f8f6f4",
+                         sfb="e8m0") is not None
+
+    @ts.kernel
+    def unscaled(A: ts.Tensor["fp8_ocp", "M", "K"], B: ts.Tensor["fp8_ocp", "K", "N"], C: ts.Tensor["f32", "M", "N"]):
+        op = ts.mma_op("v_wmma_f32_16x16x128_f8f6f4")
+        a, b = ts.load(A[0:, 0:], op.layout("A")), ts.load(B[0:, 0:], op.layout("B"))
+        ts.store(C[0:, 0:], ts.mma(op, a, b, ts.zeros(op.layout("C"), "f32"), a_scale_fmt="e4m3"))
+
+    with pytest.raises(ModifierError, match="needs block scales"):
+        unscaled.specialize(target=T, M=16, N=16, K=128)
+    text = prog.to_json()
+    assert text.count('["a_scale_fmt", 2]') == 1
+    bad = Program.from_json(text.replace('["a_scale_fmt", 2]', '["a_scale_fmt", 3]'))
+    rep = ts.check(bad)
+    assert not rep.ok and "SA scale format 3 is not legal; legal: 0 e8m0, 1 e5m3, 2 e4m3" in str(rep), str(rep)
+
+
+@pytest.mark.compiler
+def test_the_scale_format_program_compiles_to_the_scale_format_fields():
+    """clang prints the builtin's scale-format immediates as matrix_*_scale_fmt (compiler truth)."""
+    from tilesim.codegen.hip import emit_hip
+    from tilesim.errors import ToolchainError
+    from tilesim.hw.offline import compile_hip
+
+    prog = gfx1250_gemm.nvfp4_programs()[2]
+    try:
+        isa = compile_hip(emit_hip(prog).source, T, wave_size=32).isa
+    except ToolchainError as e:  # pragma: no cover - the dev extra installs ziglang
+        pytest.skip(f"no AMDGPU clang: {e}")
+    lines = [ln for ln in isa.splitlines() if "v_wmma_scale16_f32_16x16x128_f8f6f4" in ln]
+    assert lines and all("matrix_a_scale_fmt:MATRIX_SCALE_FMT_E4M3 matrix_b_scale_fmt:MATRIX_SCALE_FMT_E5M3" in ln
+                         for ln in lines), lines
+    e8 = compile_hip(emit_hip(gfx1250_gemm.mx_programs()[1]).source, T, wave_size=32).isa
+    assert "v_wmma_scale16" in e8 and "scale_fmt" not in e8  # E8M0 = 0, the default clang leaves out

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tilesim.errors import TilesimError, VerifyError
+from tilesim.errors import ModifierError, TilesimError, VerifyError, choices
 from tilesim.targets import get_target
 from tilesim.ir.async_copy import widest_copy
 from tilesim.ir.core import Block, KernelOrigin, LdsLayout, Program, TensorParam, Value
@@ -50,7 +50,8 @@ from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype as _dtype
 from tilesim.ir.loops import range, when  # noqa: A004 - ts.range is the DSL's loop
 from tilesim.ir.trace import _TRACE, Opaque, Scalar, Traced, _as_arg, _tr, _Trace
-from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.instruction import SCALE_FORMAT_MODIFIERS, MatrixInstruction
+from tilesim.matrix.scale import SCALE_FORMATS
 from tilesim.matrix.sparse import meta_layout, values_layout
 from tilesim.matrix.lds_transpose import select_transpose_read, transpose_read
 
@@ -352,11 +353,13 @@ def store(ref: _TileRef, frag: Frag, *, transpose: bool = False) -> None:
 
 
 def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, *, index: Frag | None = None, scale_a: Frag | None = None,
-        scale_b: Frag | None = None, **mods: int) -> Frag:
+        scale_b: Frag | None = None, a_scale_fmt: str = "e8m0", b_scale_fmt: str = "e8m0", **mods: int) -> Frag:
     """``D = A·B + C``. Sparse rows (SMFMAC/SWMMAC) take ``a`` = the compressed values and
     ``index`` = the metadata bytes, both loaded through ``op.layout("A")`` / ``op.layout("index")``.
     ``scale_a``/``scale_b`` (fragments in ``op.layout("SA")``/``op.layout("SB")``) make it the
-    block-scaled form (gfx950 ``v_mfma_scale_*``)."""
+    block-scaled form (gfx950 ``v_mfma_scale_*``, gfx1250 ``v_wmma_scale*``); ``a_scale_fmt`` /
+    ``b_scale_fmt`` name the format the instruction reads their bytes in: "e8m0" (default), or on
+    gfx1250 "e5m3" / "e4m3" (``matrix_*_scale_fmt`` 1 / 2, traced as the modifier's code)."""
     if not isinstance(op, MmaOp):
         raise VerifyError("ts.mma's first argument is ts.mma_op(mnemonic)")
     if op.row.sparse != (index is not None):
@@ -369,6 +372,7 @@ def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, *, index: Frag | None = None, scal
     scales = () if scale_a is None else (scale_a, scale_b)
     if not all(isinstance(s, Frag) for s in scales):
         raise VerifyError("scale_a and scale_b are fragments, e.g. ts.load(SA[...], op.layout('SA'))")
+    mods = {**mods, **_scale_format_codes(op.row, bool(scales), a_scale_fmt, b_scale_fmt)}
     t = _tr()
     d = op.row.dtypes[3]
     # The result carries the accumulator's *declared* layout (what the program believes D looks
@@ -378,6 +382,28 @@ def mma(op: MmaOp, a: Frag, b: Frag, c: Frag, *, index: Frag | None = None, scal
     kind = "mma_sparse" if index is not None else "mma_scaled" if scales else "mma"
     t.emit(kind, out, args, instr=op.row.mnemonic, family=op.row.family, modifiers=tuple(sorted(mods.items())))
     return Frag(out)
+
+
+def _scale_format_codes(row: MatrixInstruction, scaled: bool, *names: str) -> dict[str, int]:
+    """The scale-format modifiers (codes) for the format names of SA and SB; E8M0 (code 0) adds none,
+    so an E8M0 program traces as before. A row without a format field takes "e8m0" only."""
+    out = {}
+    for operand, name in zip(("SA", "SB"), names):
+        field = SCALE_FORMAT_MODIFIERS[operand]
+        if not isinstance(name, str) or name not in SCALE_FORMATS:
+            raise ModifierError(f"{field}={name!r}: scale formats are {choices(tuple(SCALE_FORMATS))}"[:200])
+        if not scaled:
+            if name != "e8m0":
+                raise ModifierError(f"{field}={name!r} needs block scales: ts.mma(op, a, b, c, scale_a=..., "
+                                    f"scale_b=..., {field}=...)")
+            continue
+        try:
+            code = row.scale(operand).code_of(name)
+        except ModifierError as e:  # say which instruction refuses it
+            raise ModifierError(f"{row.mnemonic} ({row.family}): {e}") from None
+        if code:
+            out[field] = code
+    return out
 
 
 def _elementwise(op: str, x: Frag, y: Any) -> Frag:

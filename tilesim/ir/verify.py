@@ -43,8 +43,9 @@ from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
-from tilesim.matrix.instruction import LAYOUT_MODIFIERS
+from tilesim.matrix.instruction import LAYOUT_MODIFIERS, SCALE_FORMAT_MODIFIERS
 from tilesim.matrix.numerics import format_types, signed_types
+from tilesim.matrix.scale import SCALE_DTYPES
 from tilesim.matrix.sparse import meta_layout, values_layout
 
 __all__ = ["check", "check_errors", "structure", "CheckReport", "Finding", "compare_layouts"]
@@ -377,6 +378,9 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
             f"{row.mnemonic} reads block scales: use ts.mma(op, a, b, c, scale_a=..., scale_b=...)" if not scaled else
             f"{row.mnemonic} has no block-scale operands; scaled mma needs a v_mfma_scale_* instruction")))
         return
+    scale_fmts = _scale_formats(rep, row, dict(raw), scaled, prog.wave_size, where)
+    if scale_fmts is None:
+        return
     try:
         fmt = format_types(row, int(mods.get("cbsz", 0)), int(mods.get("blgp", 0)))  # f8f6f4: CBSZ/BLGP formats
         eff = signed_types(row, int(neg), fmt)[0] if isinstance(neg, int) else None
@@ -394,15 +398,23 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
         if not isinstance(v, Value) or v.kind != "frag" or v.layout is None:
             rep.findings.append(Finding("error", f"{where} operand {name}", f"not a fragment: {v!r}"[:200]))
             continue
-        if name in row.scale_operands:
-            want_t = dtype(row.scale(name, prog.wave_size).fmt)
+        if name in row.scale_operands:  # the format's own dtype, or u8 (the raw bytes)
+            sf = scale_fmts[name]
+            if v.dtype and dtype(v.dtype).name not in SCALE_DTYPES[sf]:
+                field = SCALE_FORMAT_MODIFIERS[name]
+                rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}", (
+                    f"{v.dtype} fragment but {row.mnemonic} reads {name} as {sf.upper()} ({field}="
+                    f"{dict(raw).get(field, 0)}); hold {sf.upper()} scales as {' or '.join(SCALE_DTYPES[sf])}"
+                    + (f", or pass {field}=... for the format the tensor holds" if len(row.scale(name).formats) > 1
+                       else ""))))
+                continue
         else:
             want_t = eff["ABC".index(name)] if eff is not None else dtype(row.types["ABC".index(name)])
-        if v.dtype and dtype(v.dtype).reg_bits != want_t.reg_bits:
+        if name not in row.scale_operands and v.dtype and dtype(v.dtype).reg_bits != want_t.reg_bits:
             rep.findings.append(Finding("error", f"{where} operand {name}",
                                         f"{v.dtype} fragment but {row.mnemonic} reads {want_t.name}"))
             continue
-        if v.dtype and dtype(v.dtype).name != want_t.name:
+        if name not in row.scale_operands and v.dtype and dtype(v.dtype).name != want_t.name:
             rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}",
                                         _type_trap(row, name, v, dtype(v.dtype), want_t, int(neg or 0), prog,
                                                    (sources or {}).get(v.id))))
@@ -431,6 +443,25 @@ def _check_mma(rep: CheckReport, op: Op, prog: Program, where: str, sources: dic
                 rep.findings.append(Finding("error", f"{where} {row.mnemonic} operand {name}",
                                             f"k permuted on {name} only (k {moved[:8]} moved): the product changes; "
                                             f"{first}"))
+
+
+def _scale_formats(rep: CheckReport, row: Any, raw: dict, scaled: bool, wave: int,
+                   where: str) -> dict[str, str] | None:
+    """The scale format SA and SB are read in (``a_scale_fmt``/``b_scale_fmt`` codes); None after a
+    finding (a code the row does not take, or a format field on an unscaled mma)."""
+    out = {}
+    for name, field in SCALE_FORMAT_MODIFIERS.items():
+        code = raw.get(field, 0)
+        try:
+            if not scaled:
+                if code:
+                    raise VerifyError(f"{field}={code}: {row.mnemonic} reads no block scales")
+                continue
+            out[name] = row.scale(name, wave).in_format(code).fmt
+        except TilesimError as e:
+            rep.findings.append(Finding("error", f"{where} {row.mnemonic}", str(e)))
+            return None
+    return out
 
 
 def _kind(row: Any, name: str) -> str | None:

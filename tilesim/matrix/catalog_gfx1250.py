@@ -20,7 +20,7 @@ from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog_amd import (_IU, FP8_PAIRS, NEG, NEG_HI, SIGNED, _bits, _builtin, _regs, _wmma,
                                         parse_clang_type)
 from tilesim.matrix.geometry import AccGeometry, FormatGeometry, InputGeometry
-from tilesim.matrix.instruction import Builtin, Immediate, MatrixInstruction, Modifier
+from tilesim.matrix.instruction import SCALE_FORMAT_MODIFIERS, Builtin, Immediate, MatrixInstruction, Modifier
 from tilesim.matrix.scale import ScaleGeometry
 
 __all__ = ["GFX1250_ROWS", "F8F6F4_FORMATS", "F8F6F4_VGPRS", "SCALE_FMT_CODES", "f8f6f4_geometry"]
@@ -124,12 +124,12 @@ _FMT_B = Modifier("blgp", tuple(F8F6F4_FORMATS), "matrix_b_fmt: B format 0 fp8, 
 SCALE_FMT_CODES = ("e8m0", "e5m3", "e4m3")
 
 # The builtins' immediates. Formats come from the format modifiers, the scale row selects from
-# opsel_a/opsel_b; the rest stay 0: C modifiers, reuse hints, and the scale formats (0 = E8M0; E5M3
-# and E4M3 are not modelled).
+# opsel_a/opsel_b, the scale formats from a_scale_fmt/b_scale_fmt (codes SCALE_FMT_CODES); the rest
+# stay 0: C modifiers and reuse hints.
 _IMMS = {imm.name: imm for imm in (
     Immediate("matrix_a_fmt", "cbsz"), Immediate("matrix_b_fmt", "blgp"), Immediate("c_mod"),
-    Immediate("a_scale_row", "opsel_a"), Immediate("a_scale_fmt"), Immediate("b_scale_row", "opsel_b"),
-    Immediate("b_scale_fmt"),
+    Immediate("a_scale_row", "opsel_a"), Immediate("a_scale_fmt", "a_scale_fmt"),
+    Immediate("b_scale_row", "opsel_b"), Immediate("b_scale_fmt", "b_scale_fmt"),
     Immediate("reuse_a"), Immediate("reuse_b"),
 )}
 
@@ -163,7 +163,7 @@ _F4_NOTE = ("A = two 16x16x128_f8f6f4 fp4 A tuples (rows 0-15, 16-31), B shared,
             "(comgr's exact M-split); medium confidence; cycles unknown")
 _SCALE_NOTE = ("; block scales SA/SB: one E8M0 byte per {per} k, byte kb of an {ty} per lane, row/column r in "
                "lane r (opsel = matrix_*_scale ROW1: lanes 16-31; comgr + Triton, medium confidence); "
-               "E5M3/E4M3 scales (matrix_*_scale_fmt 1, 2) in numerics.execute_scaled, not in tile programs")
+               "a_scale_fmt/b_scale_fmt = matrix_*_scale_fmt read the bytes as E5M3 (1) or E4M3 (2)")
 
 
 def _scales(m: int, block: int) -> dict[str, tuple[ScaleGeometry, int]]:
@@ -190,7 +190,12 @@ def _scale_mods(geo: dict) -> tuple[Modifier, ...]:
             return f"{field}: {op} from lanes 0-15 (0) or 16-31 (1, ROW1)"
         return f"{field}: {op} of the 32 rows in lanes 0-31 (ROW1 not modelled)"
 
-    return tuple(Modifier(g.select, g.select_values, effect(op, g), "scale_select") for op, (g, _) in geo.items())
+    sel = tuple(Modifier(g.select, g.select_values, effect(op, g), "scale_select") for op, (g, _) in geo.items())
+    fmts = tuple(Modifier(SCALE_FORMAT_MODIFIERS[op], tuple(range(len(g.formats))),
+                          f"matrix_{op[1].lower()}_scale_fmt: {op} bytes as "
+                          + ", ".join(f"{c} {f.upper()}" for c, f in enumerate(g.formats)), "scale_format")
+                 for op, (g, _) in geo.items())
+    return sel + fmts
 
 
 def _f8f6f4_rows() -> list[MatrixInstruction]:

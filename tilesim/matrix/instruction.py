@@ -34,11 +34,13 @@ Recipe = tuple[Geometry, int] | Callable[..., Layout]
 
 # The modifier fields that can move data between registers (the arguments of ``layout()``);
 # ``neg``/``neg_hi`` act on values only. ``opsel_a``/``opsel_b`` pick the scale byte of SA/SB (gfx950).
+# ``a_scale_fmt``/``b_scale_fmt`` (gfx1250 ``matrix_*_scale_fmt``) say how SA/SB's bytes decode: values only.
 LAYOUT_MODIFIERS = ("cbsz", "abid", "blgp", "opsel", "opsel_a", "opsel_b")
-MODIFIER_NAMES = (*LAYOUT_MODIFIERS, "neg", "neg_hi")
+SCALE_FORMAT_MODIFIERS = {"SA": "a_scale_fmt", "SB": "b_scale_fmt"}
+MODIFIER_NAMES = (*LAYOUT_MODIFIERS, "neg", "neg_hi", *SCALE_FORMAT_MODIFIERS.values())
 
 MODIFIER_KINDS = ("broadcast", "lane_pattern", "negate", "index_set", "half_select", "format", "signedness",
-                  "scale_select")
+                  "scale_select", "scale_format")
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,11 @@ class Modifier:
     (BLGP moves B between lanes), ``index_set`` (which sparse-index set is read), ``half_select``
     (16-bit C/D in the high halves), ``format`` (gfx950 f8f6f4 element formats), ``negate`` and
     ``signedness`` (values only; the layout is unchanged), ``scale_select`` (which slot of the
-    block-scale register SA/SB is read).
+    block-scale register SA/SB is read), ``scale_format`` (how SA/SB's bytes decode: the code
+    indexes :attr:`ScaleGeometry.formats`; values only).
     """
 
-    name: str  # cbsz | abid | blgp | opsel | opsel_a | opsel_b | neg | neg_hi
+    name: str  # one of MODIFIER_NAMES
     values: tuple[int, ...]
     effect: str
     kind: str = "negate"

@@ -41,11 +41,14 @@ from tilesim.errors import ModifierError, choices
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.geometry import InputGeometry, input_layout
 
-__all__ = ["ScaleGeometry", "SCALE_OPERANDS", "SCALE_FORMATS", "SCALE_SELECTS", "decode_scale", "mx_scales"]
+__all__ = ["ScaleGeometry", "SCALE_OPERANDS", "SCALE_FORMATS", "SCALE_DTYPES", "SCALE_SELECTS", "decode_scale", "mx_scales"]
 
 SCALE_OPERANDS = ("SA", "SB")  # SA scales A (logical: row i, col k-block), SB scales B (row k-block, col j)
 SCALE_SELECTS = ("opsel_a", "opsel_b")  # the modifier fields that pick the slot group of SA / SB
 SCALE_FORMATS = {"e8m0": 8, "e5m3": 8, "e4m3": 8}  # scale element formats and their bits
+# The tensor element types a program may hold each scale format in: the format's own dtype (a load
+# encodes values into its bits), or u8 (the raw scale bytes, for every format; E5M3 has no dtype).
+SCALE_DTYPES = {"e8m0": ("e8m0", "u8"), "e5m3": ("u8",), "e4m3": ("fp8_ocp", "u8")}
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,14 @@ class ScaleGeometry:
             names = ", ".join(f"{c} {f}" for c, f in enumerate(self.formats or (self.fmt,)))
             raise ModifierError(f"{self.operand} scale format {code} is not legal; legal: {names}")
         return replace(self, fmt=self.formats[code]) if self.formats else self
+
+    def code_of(self, name: str) -> int:
+        """The format field's code for the scale format ``name`` ("e8m0", "e5m3", "e4m3")."""
+        have = self.formats or (self.fmt,)
+        if name not in have:
+            names = ", ".join(f"{f!r}" for f in have)
+            raise ModifierError(f"{self.operand} scale format {name!r} is not legal here; legal: {names}")
+        return have.index(name)
 
     @property
     def bits(self) -> int:

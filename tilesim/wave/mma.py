@@ -8,8 +8,9 @@ products and sum in float64, one rounding to the accumulator type (``exact``: th
 rational model). Sparse and multi-block rows read their operands as `tilesim/wave/mma_forms.py` says.
 gfx950 f8f6f4 reads A and B in the formats CBSZ/BLGP name (``numerics.format_types``);
 ``mma_scaled`` also reads the block-scale operands SA/SB through their layouts (the byte
-``opsel_a``/``opsel_b`` selects) as raw E8M0 bytes and multiplies each 32-k block of A and B by its
-decoded scale before the dot product (``numerics.execute_scaled``'s model).
+``opsel_a``/``opsel_b`` selects) as raw bytes, decodes them in the format ``a_scale_fmt``/``b_scale_fmt``
+name (E8M0; gfx1250 also E5M3, E4M3) and multiplies each block of k of A and B by its scale before
+the dot product (``numerics.execute_scaled``'s model).
 
 Fast path (f16/bf16/fp8 operands, f32 accumulator, no modifiers, not exact): one compiled step
 (:func:`tilesim.wave.kernels.mma_step`) reads A and B straight from their register slots and
@@ -29,7 +30,7 @@ import numpy as np
 
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import decode, dtype
-from tilesim.matrix.instruction import MatrixInstruction
+from tilesim.matrix.instruction import SCALE_FORMAT_MODIFIERS, MatrixInstruction
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, format_types, quantize, signed_types
 from tilesim.matrix.scale import decode_scale
 from tilesim.wave.codec import Codec, codec
@@ -223,8 +224,9 @@ def run_mma(sim: MmaHost, op: Any) -> None:
             A, B, C = apply_negation(row, tiles["A"], tiles["B"], tiles["C"], spec.neg, spec.neg_hi)
         else:  # apply_negation without negation is a float64 copy
             A, B, C = (np.asarray(tiles[x], np.float64) for x in "ABC")
-        if scaled:  # each block of k of A's rows and B's columns times its scale (exact: powers of two)
-            sa, sb = row.scale("SA", sim.L), row.scale("SB", sim.L)
+        if scaled:  # each block of k of A's rows and B's columns times its scale, decoded in the format
+            # a_scale_fmt/b_scale_fmt select (E8M0 unless gfx1250 says E5M3/E4M3; exact: <= 4-bit significands)
+            sa, sb = (row.scale(x, sim.L).in_format(dict(mods).get(SCALE_FORMAT_MODIFIERS[x], 0)) for x in ("SA", "SB"))
             fa = np.repeat(decode_scale(tiles["SA"].astype(np.int64), sa.fmt), sa.block, axis=-1)
             fb = np.repeat(decode_scale(tiles["SB"].astype(np.int64), sb.fmt), sb.block, axis=-2)
             with np.errstate(invalid="ignore"):
