@@ -51,6 +51,9 @@ def test_the_decoders_match_the_spec_tables():
     assert dec_e2m3(0b011111) == 7.5 and dec_e2m3(0b000001) == 0.125 and dec_e2m3(0b101000) == -1.0
     assert dec_e3m2(0b011111) == 28.0 and dec_e3m2(0b000001) == 0.0625 and dec_e3m2(0b001100) == 1.0
     assert dec_e4m3(0x7E) == 448.0 and np.isnan(dec_e4m3(0x7F)) and dec_e4m3(0x38) == 1.0
+    # E5M2 max 57344, min subnormal 2**-16; E2M1 max 6, min subnormal 0.5, 0b1010 = -1
+    assert dec_e5m2(0x7B) == 57344.0 and dec_e5m2(0x01) == 2.0**-16 and dec_e5m2(0x3C) == 1.0
+    assert dec_e2m1(0b0111) == 6.0 and dec_e2m1(0b0001) == 0.5 and dec_e2m1(0b1010) == -1.0
 
 
 def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
@@ -111,18 +114,22 @@ def test_the_fp6_tile_program_matches_float64():
     np.testing.assert_array_equal(got, A1.astype(np.float64) @ B.astype(np.float64))
 
 
-@pytest.mark.compiler
-def test_the_fp6_tile_program_compiles_to_the_fp6_formats():
+def _isa_lines(prog, mnemonic: str) -> tuple[str, list[str]]:
+    """(the program's gfx1250 ISA from the offline clang, its lines that hold ``mnemonic``)."""
     from tilesim.codegen.hip import emit_hip
     from tilesim.errors import ToolchainError
     from tilesim.hw.offline import compile_hip
 
-    prog = gfx1250_gemm.fp6_programs()[0]
     try:
         isa = compile_hip(emit_hip(prog).source, T, wave_size=32).isa
     except ToolchainError as e:  # pragma: no cover - the dev extra installs ziglang
         pytest.skip(f"no AMDGPU clang: {e}")
-    lines = [ln for ln in isa.splitlines() if "v_wmma_f32_16x16x128_f8f6f4" in ln]
+    return isa, [ln for ln in isa.splitlines() if mnemonic in ln]
+
+
+@pytest.mark.compiler
+def test_the_fp6_tile_program_compiles_to_the_fp6_formats():
+    _, lines = _isa_lines(gfx1250_gemm.fp6_programs()[0], "v_wmma_f32_16x16x128_f8f6f4")
     assert lines and all("matrix_a_fmt:MATRIX_FMT_FP6 matrix_b_fmt:MATRIX_FMT_BF6" in ln for ln in lines), lines
 
 
@@ -167,12 +174,8 @@ def test_e5m3_and_e4m3_scales_against_float64(name, sfa, sfb):
     cb = _codes(rng, 0, (128, 16)) if row.m == 16 else rng.integers(0, 16, (128, 16))
     if row.m == 16:
         A, B = np.vectorize(dec_e4m3)(ca), np.vectorize(dec_e4m3)(cb)
-    else:  # e2m1: sign, 2 exponent bits (bias 1), 1 mantissa bit (OCP MX v1.0 §5.3.3)
-        def e2m1(c):
-            s, e, m = (c >> 3) & 1, (c >> 1) & 3, c & 1
-            v = m / 2 if e == 0 else (1 + m / 2) * 2.0 ** (e - 1)
-            return -v if s else v
-        A, B = np.vectorize(e2m1)(ca), np.vectorize(e2m1)(cb)
+    else:
+        A, B = np.vectorize(dec_e2m1)(ca), np.vectorize(dec_e2m1)(cb)
 
     def scale_bytes(fmt_code, shape):  # finite, moderate scales of the format
         dec = {0: lambda c: 2.0 ** (int(c) - 127), 1: dec_e5m3, 2: dec_e4m3}[fmt_code]
@@ -213,20 +216,21 @@ def test_the_nvfp4_example_matches_its_float64_reference(fmt):
 
 
 # ------------------------------------------------------------------ E4M3 / E5M3 scales in tile programs
-def dec_e5m2(c: int) -> float:
-    """OCP FP8 E5M2 (bias 15, subnormals m/4 * 2**-14); the inputs hold no Inf/NaN."""
+def _minifloat(c: int, ebits: int, mbits: int, bias: int) -> float:
+    """A sign bit above ``ebits`` exponent bits and ``mbits`` mantissa bits; exponent 0 subnormal
+    (``m / 2**mbits * 2**(1 - bias)``); no Inf/NaN (the inputs hold none)."""
     c = int(c)
-    s, e, m = (c >> 7) & 1, (c >> 2) & 31, c & 3
-    v = m / 4 * 2.0**-14 if e == 0 else (1 + m / 4) * 2.0 ** (e - 15)
+    s, e, m = (c >> (ebits + mbits)) & 1, (c >> mbits) & ((1 << ebits) - 1), c & ((1 << mbits) - 1)
+    v = m / 2**mbits * 2.0 ** (1 - bias) if e == 0 else (1 + m / 2**mbits) * 2.0 ** (e - bias)
     return -v if s else v
 
 
-def dec_e2m1(c: int) -> float:
-    """OCP FP4 E2M1 (§5.3.3): sign, 2 exponent bits (bias 1), 1 mantissa bit."""
-    c = int(c)
-    s, e, m = (c >> 3) & 1, (c >> 1) & 3, c & 1
-    v = m / 2 if e == 0 else (1 + m / 2) * 2.0 ** (e - 1)
-    return -v if s else v
+def dec_e5m2(c: int) -> float:  # OCP FP8 E5M2: bias 15
+    return _minifloat(c, 5, 2, 15)
+
+
+def dec_e2m1(c: int) -> float:  # OCP FP4 E2M1 (MX v1.0 §5.3.3): bias 1
+    return _minifloat(c, 2, 1, 1)
 
 
 VALUE_DEC = {"fp4": (dec_e2m1, range(16)), "fp8_ocp": (dec_e4m3, [c for c in range(256) if (c & 0x7F) != 0x7F]),
@@ -344,17 +348,8 @@ def test_scale_formats_are_validated_modifiers_that_round_trip():
 @pytest.mark.compiler
 def test_the_scale_format_program_compiles_to_the_scale_format_fields():
     """clang prints the builtin's scale-format immediates as matrix_*_scale_fmt (compiler truth)."""
-    from tilesim.codegen.hip import emit_hip
-    from tilesim.errors import ToolchainError
-    from tilesim.hw.offline import compile_hip
-
-    prog = gfx1250_gemm.nvfp4_programs()[2]
-    try:
-        isa = compile_hip(emit_hip(prog).source, T, wave_size=32).isa
-    except ToolchainError as e:  # pragma: no cover - the dev extra installs ziglang
-        pytest.skip(f"no AMDGPU clang: {e}")
-    lines = [ln for ln in isa.splitlines() if "v_wmma_scale16_f32_16x16x128_f8f6f4" in ln]
+    _, lines = _isa_lines(gfx1250_gemm.nvfp4_programs()[2], "v_wmma_scale16_f32_16x16x128_f8f6f4")
     assert lines and all("matrix_a_scale_fmt:MATRIX_SCALE_FMT_E4M3 matrix_b_scale_fmt:MATRIX_SCALE_FMT_E5M3" in ln
                          for ln in lines), lines
-    e8 = compile_hip(emit_hip(gfx1250_gemm.mx_programs()[1]).source, T, wave_size=32).isa
-    assert "v_wmma_scale16" in e8 and "scale_fmt" not in e8  # E8M0 = 0, the default clang leaves out
+    e8, lines = _isa_lines(gfx1250_gemm.mx_programs()[1], "v_wmma_scale16")
+    assert lines and "scale_fmt" not in e8  # E8M0 = 0, the default clang leaves out
