@@ -109,6 +109,21 @@ def _random_inputs(prog: object, seed: int) -> dict:
     return rounded_inputs(prog, arrays)
 
 
+def _references(module: object, prog: object, path: str, arrays: dict) -> tuple[dict | None, dict | None]:
+    """The file's ``reference()`` on ``arrays`` and, where the program is monotone, on ``|arrays|``
+    (the per-element error scale: tilesim/diff/reference.py); ``(None, None)`` without a reference()."""
+    from tilesim.diff import magnitude_inputs
+
+    if module is None or not hasattr(module, "reference"):
+        return None, None
+    ref = _reference(_user(module, "reference", path, **arrays), prog, path)
+    absolute = magnitude_inputs(prog, arrays)  # type: ignore[arg-type]
+    try:  # a reference that cannot take |inputs| leaves the tile's scale, which is still sound
+        return ref, None if absolute is None else _reference(_user(module, "reference", path, **absolute), prog, path)
+    except TilesimError:
+        return ref, None
+
+
 def _reference(ref: object, prog: object, path: str) -> dict:
     """The user's ``reference()`` result, checked: ``{output tensor: real array of its shape}``."""
     import numpy as np
@@ -180,9 +195,8 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
         with warnings.catch_warnings():  # the check errors are reported below, as the verdict
             warnings.simplefilter("ignore", CheckWarning)
             res = simulate(prog, **arrays)
-        ref = _reference(_user(module, "reference", args.file, **arrays), prog, args.file) \
-            if module is not None and hasattr(module, "reference") else None
-        j = judge_simulation(prog, res, ref, arrays)
+        ref, mag = _references(module, prog, args.file, arrays)
+        j = judge_simulation(prog, res, ref, arrays, magnitude=mag)
         code = max(code, j.exit_status)
         errs = {} if j.reference is None else dict(j.reference.max_abs)
         doc = {"program": prog.name, "target": prog.target, "status": j.status, "ok": j.ok, "reason": j.reason,
@@ -265,9 +279,9 @@ def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
         else:
             arrays = _random_inputs(prog, args.seed)
         arrays = rounded_inputs(prog, arrays)  # what the kernel reads: reference() sees it too
-        ref = _reference(_user(module, "reference", args.file, **arrays), prog, args.file) \
-            if module is not None and hasattr(module, "reference") else None
-        verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout, **arrays))
+        ref, mag = _references(module, prog, args.file, arrays)
+        verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout,
+                            reference_magnitude=mag, **arrays))
     code = exit_status(verdicts)
     bad = [v for v in verdicts if v.mismatch_counts is not None]
     if args.heatmap and bad:

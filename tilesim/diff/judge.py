@@ -57,15 +57,17 @@ class SimJudgement:
 
 
 def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | None,
-                     arrays: dict[str, np.ndarray], errors: list[str] | None = None) -> SimJudgement:
+                     arrays: dict[str, np.ndarray], errors: list[str] | None = None,
+                     magnitude: dict[str, Any] | None = None) -> SimJudgement:
     """The judgement of one simulation: the reference first (a wrong number is the strongest
     evidence), then the check's and the simulator's errors, then NOT_JUDGED without a reference.
     ``errors`` are :func:`check_errors` when the caller has them already (else ``res.check_errors``,
-    or a fresh check when the simulation ran with ``verify=False``)."""
+    or a fresh check when the simulation ran with ``verify=False``); ``magnitude``: the reference on
+    |inputs| (:func:`tilesim.diff.magnitude_inputs`), for a per-element bound."""
     if errors is None:
         errors = res.check_errors if res.checked else check_errors(prog)
     errs = list(errors) + simulation_errors(res)
-    ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays)
+    ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays, magnitude)
     if ref is not None and not ref.ok:
         return SimJudgement("REFERENCE_MISMATCH", "the simulated result differs from the float64 reference: "
                             + ref.describe(), errs, ref)

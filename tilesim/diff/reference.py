@@ -6,7 +6,19 @@ result, one per instruction, K / k, for the simulator's own: ``check_reference``
 of every narrower float type the program rounds to on the way (``cast`` targets and output
 tensors), plus, when the caller's inputs are not exactly representable in their declared types,
 the rounding of those inputs (the program reads the declared type; the reference read the
-caller's floats). Errors are measured against the tile's scale, ``rtol * (max |reference| + 1)``.
+caller's floats). Errors are measured per element against ``rtol * (scale + 1)``.
+
+The scale: a matrix instruction's rounding error in ``C_ij`` is bounded by ``(|A| |B|)_ij + |C0_ij|``
+(the standard bound), not by ``|C_ij|`` (which cancellation can make 0). Where the program is a
+chain of monotone operations — loads, stores, copies, mma, adds, products, sums, maxima (relu), casts;
+no subtraction, negation, negative constant or nonlinear function — the same math evaluated on ``|inputs|`` *is* that bound
+for every element, so the caller evaluates ``reference()`` there (:func:`magnitude_inputs` says when it
+may) and passes it as ``magnitude``; the scale is ``max(|reference|, magnitude)`` per element. A
+magnitude below ``|reference|`` anywhere shows the reference is not monotone after all: that output
+falls back to the tile's scale, ``max |reference|``, as does every output without a magnitude. The
+tile's scale lets a small wrong element next to a huge one pass (a row of A at 1e4 and one at 1e-2:
+the error of a layout bug in the small rows is below ``rtol`` times the large rows' values); the
+per-element one does not.
 
 A layout bug moves whole elements: its error is of the order of the data itself, far above
 these bounds (a gfx1100 GEMM declared with RDNA4's accumulator rows: 26.6 against a bound of
@@ -31,7 +43,8 @@ from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.numerics import quantize, tolerance
 
-__all__ = ["ReferenceCheck", "check_reference", "inexact_inputs", "result_tolerance", "rounded_inputs"]
+__all__ = ["ReferenceCheck", "check_reference", "inexact_inputs", "magnitude_inputs", "result_tolerance",
+           "rounded_inputs"]
 
 _FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row)
 _MANTISSA_10 = ("xf32", "tf32")  # f32 storage, 10 explicit mantissa bits in the math
@@ -103,6 +116,63 @@ def rounded_inputs(prog: Program, arrays: dict[str, np.ndarray]) -> dict[str, np
     return out
 
 
+# ops whose value at |inputs| bounds their value's magnitude: f(|x|) >= |f(x)| (index arithmetic, data
+# movement, +, *, sum, max); elementwise add/mul/max need a fragment or a non-negative constant as operand
+# (relu, max(x, 0), is monotone: |max(a, b)| <= max(|a|, |b|))
+_MONOTONE = {"async_commit", "async_wait", "barrier", "binop", "branch", "cast", "const", "convert", "lds_alloc",
+             "lds_copy_async", "lds_load", "lds_load_tr", "lds_store", "load", "loop", "mma", "mma_sparse", "shuffle",
+             "store", "tile_id", "wave_id", "zeros"}
+_NEGATING_MODIFIERS = ("neg", "neg_hi", "abs")
+
+
+def _monotone(prog: Program) -> bool:
+    for op in prog.walk():
+        if op.kind in ("mma", "mma_sparse") and any(m in dict(op.attr("modifiers") or ()) for m in _NEGATING_MODIFIERS):
+            return False
+        if op.kind == "reduce" and op.attr("op") in ("sum", "max"):
+            continue
+        if op.kind == "elementwise" and op.attr("op") in ("add", "mul", "max"):
+            other = op.args[1] if len(op.args) > 1 else None
+            if getattr(other, "kind", None) == "frag" or (isinstance(other, (int, float)) and other >= 0):
+                continue
+            return False
+        if op.kind not in _MONOTONE:
+            return False
+    return True
+
+
+def magnitude_inputs(prog: Program, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """``|arrays|`` (float tensors as their own dtype, integers as int64) when ``prog`` is a chain of
+    monotone operations, so that ``reference(**magnitude_inputs(...))`` bounds each output element's
+    rounding error (the module docstring); ``None`` when it is not."""
+    if not _monotone(prog):
+        return None
+    out = {}
+    for k, v in arrays.items():
+        a = np.asarray(v)
+        out[k] = np.abs(a) if a.dtype.kind == "f" else np.abs(a.astype(np.int64)) if a.dtype.kind in "iub" else a
+    return out
+
+
+def _scale(ref: np.ndarray, magnitude: object) -> np.ndarray | None:
+    """The per-element scale ``max(|ref|, magnitude)``, or None (the tile's scale) when ``magnitude``
+    is missing, misshapen, or below ``|ref|`` somewhere (the reference is not monotone)."""
+    if magnitude is None:
+        return None
+    try:
+        mag = np.abs(np.asarray(magnitude, np.float64))
+    except (TypeError, ValueError):
+        return None
+    if mag.shape != ref.shape:
+        return None
+    a = np.abs(ref)
+    fin = np.isfinite(a)
+    with np.errstate(invalid="ignore"):
+        if not np.all(np.isfinite(mag[fin])) or np.any(mag[fin] < a[fin] * (1 - 1e-9)):
+            return None
+    return np.where(fin, np.maximum(a, np.where(np.isfinite(mag), mag, 0.0)), 0.0)
+
+
 @dataclass(frozen=True)
 class ReferenceCheck:
     """A result against the float64 reference: per output, the largest error and the elements beyond the bound."""
@@ -112,6 +182,7 @@ class ReferenceCheck:
     rtol: float
     atol: float
     unjudged: tuple[str, ...] = ()  # outputs the reference leaves out: nothing was said about them
+    per_element: tuple[str, ...] = ()  # outputs judged against the per-element scale (the module docstring)
 
     @property
     def ok(self) -> bool:
@@ -123,11 +194,14 @@ class ReferenceCheck:
                          for name, mask in self.bad if mask.any())
 
 
-def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> np.ndarray:
-    """Elements of ``got`` farther from ``ref`` than the bound (NaN where both are NaN is equal)."""
+def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float,
+           scale: np.ndarray | None = None) -> np.ndarray:
+    """Elements of ``got`` farther from ``ref`` than the bound (NaN where both are NaN is equal);
+    ``scale``: per element (from :func:`_scale`), else the tile's, ``max |ref|``."""
     got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
-    finite = ref[np.isfinite(ref)]
-    scale = float(np.abs(finite).max()) if finite.size else 0.0
+    if scale is None:
+        finite = ref[np.isfinite(ref)]
+        scale = float(np.abs(finite).max()) if finite.size else 0.0
     with np.errstate(invalid="ignore"):
         close = np.abs(got - ref) <= atol + rtol * (scale + 1.0)
     same_special = (np.isnan(got) & np.isnan(ref)) | (np.isinf(ref) & (got == ref))
@@ -135,8 +209,10 @@ def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> np.nda
 
 
 def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: object,
-                    arrays: dict[str, np.ndarray] | None = None) -> ReferenceCheck:
-    """Compare ``outputs`` with ``reference`` (``{output name: float64 array}``).
+                    arrays: dict[str, np.ndarray] | None = None,
+                    magnitude: dict[str, np.ndarray] | None = None) -> ReferenceCheck:
+    """Compare ``outputs`` with ``reference`` (``{output name: float64 array}``); ``magnitude``: the
+    reference evaluated on :func:`magnitude_inputs` (per-element scale; the module docstring).
 
     A reference that is not a dict, names a tensor that is not an output, or has the wrong shape is
     a :class:`~tilesim.errors.TilesimError`; outputs it leaves out are not judged.
@@ -145,7 +221,8 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
         raise TilesimError(f"the reference must be a dict of output tensors, got {type(reference).__name__}")
     shapes = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
     rtol, atol = result_tolerance(prog, arrays, simulated=True)
-    max_abs, bad = [], []
+    max_abs, bad, per_element = [], [], []
+    magnitude = magnitude if isinstance(magnitude, dict) else {}
     for name, ref in reference.items():
         if name not in shapes:
             raise TilesimError(f"the reference names {str(name)[:80]!r}, which is not an output tensor; "
@@ -160,5 +237,9 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
         with np.errstate(invalid="ignore"):
             diff = np.abs(got - ref)
         max_abs.append((name, float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0))
-        bad.append((name, beyond(got, ref, rtol, atol)))
-    return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol, tuple(n for n in shapes if n not in reference))
+        scale = _scale(ref, magnitude.get(name))
+        if scale is not None:
+            per_element.append(name)
+        bad.append((name, beyond(got, ref, rtol, atol, scale)))
+    return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol, tuple(n for n in shapes if n not in reference),
+                          tuple(per_element))

@@ -272,13 +272,15 @@ class _Judge:
 
 def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray] | None = None,
         runner: Callable[..., dict[str, np.ndarray]] | None = None, device_timeout: float | None = None,
-        **arrays: np.ndarray) -> Verdict:
+        reference_magnitude: dict[str, np.ndarray] | None = None, **arrays: np.ndarray) -> Verdict:
     """Check, simulate, emit, compile, run on a device if one is present and usable, and judge.
 
     ``runner(emitted, arrays) -> {output name: values}`` replaces the vendor's device runner (a
     module-level function in an importable module, not the script run as ``__main__``: it runs in
     a child process that imports it by name); ``device_timeout`` (seconds; default
     ``TILESIM_DEVICE_TIMEOUT`` or 300) is the watchdog limit for the device step.
+    ``reference_magnitude``: the reference evaluated on :func:`tilesim.diff.magnitude_inputs` (where it
+    is not None), which makes the simulation's bound per element (tilesim/diff/reference.py).
     """
     if device not in DEVICES:
         raise TilesimError(f"device must be one of {', '.join(DEVICES)}; got {device!r}")
@@ -298,7 +300,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         judge = _Judge(prog, check_errors, None, None, None)
         judge.not_taken["simulated"] = f"{type(e).__name__}: {e}"
         return judge.settle("SIMULATED_ONLY", "not simulated")
-    ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays)
+    ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays, reference_magnitude)
     # an LDS race or disagreeing replicas the simulator saw leave the device's result undefined
     judge = _Judge(prog, check_errors + simulation_errors(res), res, ref, reference)
     judge.inexact = inexact_inputs(prog, arrays) if reference is not None else []
