@@ -155,23 +155,28 @@ def mx_reference(A: np.ndarray, SA: np.ndarray, B: np.ndarray, SB: np.ndarray) -
 
 
 # ------------------------------------------------------------------ E4M3 / E5M3 scales (NVFP4-style)
-# (A type, B type, SA tensor type, SB tensor type, SA format, SB format) on the scale16 form, 16 k per scale
+# (instruction, A type, B type, SA tensor type, SB tensor type, SA format, SB format), 16 k per scale
 SCALE_FMT_CONFIGS = [
-    ("fp4", "fp4", "fp8_ocp", "fp8_ocp", "e4m3", "e4m3"),  # NVFP4: fp4 values, E4M3 scale per 16 k
-    ("fp4", "fp4", "u8", "u8", "e4m3", "e5m3"),  # the raw scale bytes, A's read as E4M3, B's as E5M3
-    ("fp8_ocp", "bf8_ocp", "fp8_ocp", "u8", "e4m3", "e5m3"),  # 8-bit A/B: emitted and compiled
+    ("v_wmma_scale16_f32_16x16x128_f8f6f4", "fp4", "fp4", "fp8_ocp", "fp8_ocp", "e4m3", "e4m3"),  # NVFP4
+    ("v_wmma_scale16_f32_16x16x128_f8f6f4", "fp4", "fp4", "u8", "u8", "e4m3", "e5m3"),  # raw scale bytes
+    ("v_wmma_scale16_f32_16x16x128_f8f6f4", "fp8_ocp", "bf8_ocp", "fp8_ocp", "u8", "e4m3", "e5m3"),  # compiles
+    ("v_wmma_scale16_f32_32x16x128_f4", "fp4", "fp4", "fp8_ocp", "fp8_ocp", "e4m3", "e4m3"),  # NVFP4, M=32
 ]
-SCALE_FMT_KERNELS = {c[:4]: _make_mx(*c[:4]) for c in SCALE_FMT_CONFIGS}
+SCALE_FMT_KERNELS = {c[1:5]: _make_mx(*c[1:5]) for c in SCALE_FMT_CONFIGS}
+
+
+def scale_fmt_program(mma: str, ta: str, tb: str, sta: str, stb: str, sfa: str, sfb: str,
+                      M: int = 64, N: int = 32, K: int = 256) -> ts.Program:
+    """One block-16 GEMM of :data:`SCALE_FMT_CONFIGS`' shape (any formats: a test plants wrong ones)."""
+    return SCALE_FMT_KERNELS[ta, tb, sta, stb].specialize(target="gfx1250", M=M, N=N, K=K, KB=K // 16, mma=mma,
+                                                          block=16, sfa=sfa, sfb=sfb)
 
 
 def nvfp4_programs(M: int = 64, N: int = 32, K: int = 256) -> list[ts.Program]:
-    """Block-16 scaled GEMMs on ``v_wmma_scale16_f32_16x16x128_f8f6f4`` whose scales are E4M3 / E5M3
-    (``a_scale_fmt``/``b_scale_fmt`` = ``matrix_*_scale_fmt`` 2 / 1), per :data:`SCALE_FMT_CONFIGS`:
-    all checked and simulated; the fp8 x bf8 one also emitted and compiled (4-bit tensors are not
-    emitted yet)."""
-    return [SCALE_FMT_KERNELS[c[:4]].specialize(target="gfx1250", M=M, N=N, K=K, KB=K // 16,
-                                                  mma="v_wmma_scale16_f32_16x16x128_f8f6f4", block=16,
-                                                  sfa=c[4], sfb=c[5]) for c in SCALE_FMT_CONFIGS]
+    """Block-16 scaled GEMMs whose scales are E4M3 / E5M3 (``a_scale_fmt``/``b_scale_fmt`` =
+    ``matrix_*_scale_fmt`` 2 / 1), per :data:`SCALE_FMT_CONFIGS`: all checked and simulated; the
+    fp8 x bf8 one also emitted and compiled (4-bit tensors are not emitted yet)."""
+    return [scale_fmt_program(*c, M=M, N=N, K=K) for c in SCALE_FMT_CONFIGS]
 
 
 def _e4m3(c: np.ndarray) -> np.ndarray:
@@ -251,7 +256,8 @@ if __name__ == "__main__":
         got = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
         want = mx_reference(arrays["A"], factors["SA"], arrays["B"], factors["SB"])["C"]
         err = np.abs(got - want).max() / max(np.abs(want).max(), 1.0)
-        print(f"{prog.name[16:] + ' ' + '/'.join(scale_formats(prog).values()):28} "
+        shape = next(o.attr("instr") for o in prog.walk() if o.kind == "mma_scaled").split("_")[4]
+        print(f"{prog.name[16:23] + ' ' + shape + ' ' + '/'.join(scale_formats(prog).values()):28} "
               f"{ts.check(prog).ok and 'check OK':9} max |C - float64| / max|C| = {err:.2e}")
     for fmt, name in ((2, "E4M3"), (1, "E5M3")):
         got, want = nvfp4_tile(0, fmt)

@@ -255,10 +255,10 @@ def _scalefmt_arrays(prog, seed, formats):
     return arrays, want
 
 
-SCALEFMT = [("e4m3", "e4m3"), ("e4m3", "e5m3"), ("e4m3", "e5m3")]  # the formats of nvfp4_programs()
+SCALEFMT = [("e4m3", "e4m3"), ("e4m3", "e5m3"), ("e4m3", "e5m3"), ("e4m3", "e4m3")]  # of nvfp4_programs()
 
 
-@pytest.mark.parametrize("i", range(3), ids=["fp4-e4m3-typed", "fp4-u8-e4m3xe5m3", "fp8xbf8-e4m3xe5m3"])
+@pytest.mark.parametrize("i", range(4), ids=["fp4-e4m3-typed", "fp4-u8-e4m3xe5m3", "fp8xbf8-e4m3xe5m3", "fp4-m32"])
 def test_scale_format_tile_programs_match_float64(i):
     prog = gfx1250_gemm.nvfp4_programs()[i]
     assert ts.check(prog).ok, str(ts.check(prog))
@@ -272,10 +272,8 @@ def test_scale_format_tile_programs_match_float64(i):
 
 def _planted(i, **formats):
     """nvfp4_programs()[i] with ``sfa``/``sfb`` changed: the scales read in another format."""
-    ta, tb, sta, stb, fa, fb = gfx1250_gemm.SCALE_FMT_CONFIGS[i]
-    return gfx1250_gemm.SCALE_FMT_KERNELS[ta, tb, sta, stb].specialize(
-        target=T, M=64, N=32, K=256, KB=16, mma="v_wmma_scale16_f32_16x16x128_f8f6f4", block=16,
-        **{"sfa": fa, "sfb": fb, **formats})
+    mma, ta, tb, sta, stb, fa, fb = gfx1250_gemm.SCALE_FMT_CONFIGS[i]
+    return gfx1250_gemm.scale_fmt_program(mma, ta, tb, sta, stb, **{"sfa": fa, "sfb": fb, **formats})
 
 
 @pytest.mark.parametrize(("i", "field"), [(1, "sfa"), (2, "sfb")], ids=["fp4-SA", "fp8xbf8-SB"])

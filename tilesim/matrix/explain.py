@@ -60,9 +60,10 @@ class Explanation:
         ]
         if r.modifiers:
             lines.append("  modifiers")
+            width = max(7, *(len(m.name) for m in r.modifiers))  # a column as wide as the longest name
             for m in r.modifiers:
                 vals = f"{m.values[0]}..{m.values[-1]}" if len(m.values) > 3 else ", ".join(map(str, m.values))
-                lines.append(f"    {m.name.upper():7} {vals:8} {m.effect}")
+                lines.append(f"    {m.name.upper():{width}} {vals:8} {m.effect}")
         b = r.builtin_for(self.wave)
         if b is not None:
             lines.append(f"  builtin      {b.name}  ({b.ret} <- {', '.join(b.args) or 'inline PTX'})")
