@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="fusion needs numba")
 @ts.kernel
 def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
            *, mma="v_wmma_f32_16x16x16_f16", skip_barrier_at=-1, rotate=False, reverse=False, shift_at=-1,
-           skew=False, swap_high=False, drift=False):
+           skew=False, swap_high=False, drift=False, doubled_prologue=False):
     """examples/lds_gemm.py (2x2 waves, double-buffered) with ways to break its repeating pattern:
     ``skip_barrier_at``: no barrier after that iteration; ``rotate``: slab 1's strips are copied by
     other waves (same data, other source waves); ``reverse``: slab 1's strips in reverse row order
@@ -34,7 +34,8 @@ def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.T
     waves' strips differently); ``skew``: odd tile rows use the slabs the other way round;
     ``swap_high``: waves 2 and 3 store each other's strip position (wave row 1's fragment rows out of
     order, wave row 0's not); ``drift``: in iteration 2, wave 3 stages wave 2's rows (a source
-    that moves unlike the others between iterations that use the same slab)."""
+    that moves unlike the others between iterations that use the same slab); ``doubled_prologue``:
+    the prologue stores 2 * A (iteration 0's operands are not a tensor window)."""
     op = ts.mma_op(mma)
     ts.waves(4)
     BM, BN, BK = 2 * op.m, 2 * op.n, op.k
@@ -53,6 +54,8 @@ def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.T
         if drift and not isinstance(k, int):  # (the prologue's k is 0)
             src = w - (w == 3) * (k == 3 * BK)
         ga = ts.load(A[tm * BM + src * a_rows:, k:], a_copy)
+        if doubled_prologue and isinstance(k, int):
+            ga = ga + ga  # the prologue stores a computed value, not a load's window
         if reverse:
             strip = w + slab * (3 - 2 * w)  # and puts it in LDS in reverse strip order
         if swap_high:
@@ -112,7 +115,7 @@ def test_lds_gemm_fuses_and_matches(target: str, mma: str, smem: str, drop_barri
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     prog = L.lds_gemm.specialize(target=target, M=64, N=32, K=96, mma=mma, drop_barrier=drop_barrier, **L.SMEM[smem])
     on, fused = _runs(prog, _inputs(prog), monkeypatch)
-    assert fused == 4  # iteration 0 reads the prologue's stores (step by step), 1-4 fused, 5 step by step
+    assert fused == 5  # iterations 0-4 fused (0 reads the prologue's stores), 5 step by step
     assert (on.report.race_count > 0) == drop_barrier
 
 
@@ -164,3 +167,14 @@ def test_an_inf_product_that_turns_nan_mid_chain(monkeypatch: pytest.MonkeyPatch
     arrays["B"][40, :] = 0
     on, fused = _runs(prog, arrays, monkeypatch)
     assert fused == 0 and np.isnan(on["C"]).any()
+
+
+@pytest.mark.parametrize("target,mma", L.CONFIGS)
+@pytest.mark.parametrize("doubled,chained", [(False, 5), (True, 4)])
+def test_iteration_0_reads_the_prologue(target: str, mma: str, doubled: bool, chained: int,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Iteration 0's operands come from the stores before the loop: chained when those store a
+    load's window, else iteration 0 runs step by step (and the other four are chained)."""
+    prog = staged.specialize(target=target, M=32, N=32, K=96, mma=mma, doubled_prologue=doubled)
+    _, fused = _runs(prog, _inputs(prog, 2), monkeypatch)
+    assert fused == chained

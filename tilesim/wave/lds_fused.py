@@ -96,6 +96,7 @@ class _Walk:
     live: dict[int, np.ndarray]  # id(op) -> bool[T]: the op runs in that iteration
     base: dict[int, np.ndarray] = field(default_factory=dict)  # id(load) -> int64[T, G] window bases
     inb: dict[int, np.ndarray] = field(default_factory=dict)  # id(load) -> bool[T]: every lane in bounds
+    pre_base: dict[int, np.ndarray] = field(default_factory=dict)  # id(load before the loop) -> int64[1, G]
     # per iteration, in program order: (lds_store or lds_load, its access), (None, None) for a barrier
     steps: list[list[tuple[Op | None, Any]]] = field(default_factory=list)
     stores: list[_Store] = field(default_factory=list)
@@ -256,12 +257,79 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
                     w.sources[(id(op), t)] = _source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes)
         return True
 
+    for ev in _prologue(sim, loop, w):
+        w.stores.append(ev)
+        by_buf.setdefault(ev.op.args[0].id, []).append(ev)
     for t in range(T):
         events: list[tuple[Op | None, Any]] = []
         if not visit(loop.attr("body").ops, t, events):
             return False
         w.steps.append(events)
     return True
+
+
+# ops that leave the LDS bytes alone (the simulator's op_* methods of these kinds never write sim.lds.mem)
+_NO_LDS_WRITE = frozenset(("const", "binop", "tile_id", "wave_id", "load", "lds_load", "lds_load_tr", "lds_alloc",
+                           "zeros", "barrier", "mma", "mma_sparse", "mma_scaled", "store", "elementwise", "cast",
+                           "convert", "shuffle", "reduce"))
+
+
+def _prologue(sim: LdsLoopHost, loop: Op, w: _Walk) -> list[_Store]:
+    """Store events of the ops before ``loop`` in its block (which have run): an ``lds_store`` of an
+    in-bounds window loaded before it in that block, as the loop's own stores; the events start
+    after the last op that may write LDS otherwise (an async copy or wait, a nested loop or branch,
+    a store this path cannot follow). The loads of iteration 0 then read their sources (the
+    prologue of a double-buffered loop) instead of running step by step."""
+    block = _block_of(sim.memo, sim.p.body, loop)
+    if block is None:
+        return []
+    events: list[_Store] = []
+    windows: dict[int, Op] = {}
+    G = sim.G
+    for op in block.ops[:block.ops.index(loop)]:
+        if op.kind == "load":
+            c = sim.codec_of(op.out)
+            name, tr = op.attr("tensor"), bool(op.attr("transpose"))
+            if op.attr("broadcast") or c.slots is None or c._slot_plan[1] is None:
+                windows.pop(op.out.id, None)
+                continue
+            row0, col0 = (sim.scal[a.id] if isinstance(a, Value) else np.full(G, int(a), np.int64) for a in op.args[:2])
+            if not sim.in_bounds(name, c, row0, col0, tr):
+                windows.pop(op.out.id, None)
+                continue
+            windows[op.out.id] = op
+            w.pre_base[id(op)] = (row0 * sim.tensors[name].shape[1] + col0)[None, :]
+        elif op.kind == "lds_store":
+            buf, v = op.args[0], op.args[1]
+            ld = windows.get(v.id)
+            acc = None
+            if ld is not None and _bit_move_type(buf, sim.codec_of(v)):
+                r, q = (sim.scal[a.id] if isinstance(a, Value) else np.full(G, int(a), np.int64) for a in op.args[2:4])
+                acc = sim.lds.access(buf, sim.codec_of(v), r, q)
+            if acc is None or not sim.lds._aligned(acc, buf.lds.elem_bytes):
+                events = []  # a write this path cannot follow: nothing before it is a source
+                continue
+            events.append(_Store(op, acc, -1, (ld, 0)))
+        elif op.kind not in _NO_LDS_WRITE:
+            events = []
+    return events
+
+
+def _block_of(memo: dict, block: Any, loop: Op) -> Any:
+    """The block whose ops hold ``loop`` (searched once per loop)."""
+    key = ("lds-fused-block", id(loop))
+    if key not in memo:
+        def find(b: Any) -> Any:
+            for op in b.ops:
+                if op is loop:
+                    return b
+                for sub in (op.attr("body"),) if op.kind in ("loop", "branch") else ():
+                    got = find(sub)
+                    if got is not None:
+                        return got
+            return None
+        memo[key] = find(block)
+    return memo[key]
 
 
 def _get(w: _Walk, sim: LdsLoopHost, a: Any) -> np.ndarray:
@@ -359,7 +427,8 @@ def _operand(sim: LdsLoopHost, shape: _Shape, w: _Walk, which: int, fused: range
         uses[np.arange(Wu)[:, None], SG % W] = True
         pi, pw = np.nonzero(uses)
         pu = pi // W * W + pw
-        srcs = w.base[id(src_ld)][[w.sources[(id(ld_op), t)][0].src[1] for t in ts]].reshape(len(ts), nrep, Wu)
+        at = [w.sources[(id(ld_op), t)][0].src[1] for t in ts]  # (a load before the loop: its one row)
+        srcs = (w.base[id(src_ld)] if id(src_ld) in w.base else w.pre_base[id(src_ld)])[at].reshape(len(ts), nrep, Wu)
         # element e's offset minus element 0's at the first step: the same in every repeat and wave
         d = srcs[0][:, pu] - srcs[0][:, SG[pi, 0]]
         if not (d == d[0]).all():
