@@ -61,6 +61,9 @@ def _grown(a: np.ndarray, n: int, fill: int) -> np.ndarray:
     return out
 
 
+_ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whose every byte is written
+
+
 class _Access:
     """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
 
@@ -88,6 +91,11 @@ class Lds:
         self.offset: dict[int, int] = {}
         self.top = 0
         self.mem = np.zeros((nwg, 0), np.uint8)
+        # 1 where some store (or landed async copy) wrote the byte: a read of a 0 byte reads what the LDS
+        # held before the kernel, which no program defines (Report.uninit; tilesim/wave/undefined.py)
+        self.written = np.zeros((nwg, 0), np.uint8)
+        self.marked: set[int] = set()  # access tokens whose bytes are marked written in every wave
+        self.read_ok: set[int] = set()  # access tokens that read written bytes only, in every wave (bytes stay written)
         self.maybe_nan = False  # only stores that moved register bits as they are (never a NaN) so far
         self.epoch = 0
         # int32 (waves and epochs fit): the race state is 4 + 4 + 4*W bytes per LDS byte of every workgroup
@@ -119,6 +127,7 @@ class Lds:
         if self.top > self.limit:
             raise VerifyError(f"LDS use {self.top} bytes exceeds {self.target}'s {self.limit} bytes")
         self.mem = _grown(self.mem, self.top, 0)
+        self.written = _grown(self.written, self.top, 0)
         self.flight.grow(self.top)  # (the race state grows when a race pass first needs it: _race_pass)
 
     def barrier(self) -> None:
@@ -360,6 +369,7 @@ class Lds:
               src_dtype: str | None = None) -> None:
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         addr = acc.addr
+        self._mark(acc, eb, active)
         if self._bit_move(buf, c, acc, eb):
             bits = np.take(c.slot_view(regs), c.slots, axis=-1)  # per record, in the element's width
             if not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
@@ -382,6 +392,44 @@ class Lds:
         wgi = self.wg_of[act][:, None].repeat(addr.shape[1] * eb, 1)
         byte_addr = (addr[act][:, :, None] + np.arange(eb)).reshape(int(act.sum()), -1)
         self.mem[wgi, byte_addr] = byt[act].reshape(int(act.sum()), -1)
+
+    def _mark(self, acc: _Access, eb: int, active: np.ndarray) -> None:
+        """Mark the bytes a store of the ``active`` waves writes (once per access: bytes stay written)."""
+        if acc.token in self.marked:
+            return
+        if acc.token >= 0 and active.all():
+            self.marked.add(acc.token)
+        if self._aligned(acc, eb):  # one unit per element, all its bytes 1 (0x0101...)
+            flat = self._flat(acc, eb)
+            self.written.view(f"<u{eb}").reshape(-1)[flat if active.all() else flat[active]] = _ALL_ONES[eb]
+            return
+        act = active
+        self.written[self.wg_of[act][:, None, None], acc.addr[act][:, :, None] + np.arange(eb)] = 1
+
+    def unwritten_reads(self, buf: Value, acc: _Access, active: np.ndarray) -> None:
+        """Report (``Report.uninit``) the ``active`` waves' reads of bytes no store wrote."""
+        if acc.token in self.read_ok:
+            return
+        eb = buf.lds.elem_bytes  # type: ignore[union-attr]
+        if self._aligned(acc, eb):
+            bad = self.written.view(f"<u{eb}").reshape(-1)[self._flat(acc, eb)] != _ALL_ONES[eb]
+        else:
+            bad = self.written[self.wg_of[:, None, None], acc.addr[:, :, None] + np.arange(eb)].min(-1) == 0
+        self.unwritten_at(bad, acc.addr, f"lds_load from %{buf.id}", active, acc.token)
+
+    def unwritten_at(self, bad: np.ndarray, addr: np.ndarray, what: str, active: np.ndarray, token: int = -1) -> None:
+        """``bad[wave, record]``: the record read a byte no store wrote (``addr``: its byte address)."""
+        bad = bad & active[:, None]
+        if not bad.any():
+            if token >= 0 and active.all():
+                self.read_ok.add(token)
+            return
+        g, r = (int(x) for x in np.argwhere(bad)[0])
+        self.rep.uninit_count += int(bad.sum())
+        if len(self.rep.uninit) < 5:
+            self.rep.uninit.append(f"{what}: workgroup {int(self.wg_of[g])} wave {int(self.wave_of[g])} reads LDS "
+                                   f"byte {int(addr[g, r])}, which no store wrote ({int(bad.sum())} such element "
+                                   "read(s) here)")
 
     def load(self, buf: Value, c: Codec, acc: _Access) -> np.ndarray:
         """The register image an lds_load of every wave (active or not) reads."""

@@ -31,6 +31,8 @@ def run_lds_load_tr(sim: Any, op: Op) -> None:
     sim.lds.races_at((addr[..., None] + np.arange(E) * eb).reshape(G, -1), eb, False, f"lds_load_tr from %{buf.id}",
                      sim.active)
     raw = sim.lds.mem[sim.wg_of[:, None, None, None], addr[..., None] + np.arange(nb)]  # [G, instruction, lane, bytes]
+    unwritten = sim.lds.written[sim.wg_of[:, None, None, None], addr[..., None] + np.arange(nb)].min(-1) == 0
+    sim.lds.unwritten_at(unwritten.reshape(G, -1), addr.reshape(G, -1), f"lds_load_tr from %{buf.id}", sim.active)
     elems = np.ascontiguousarray(raw).view(f"<u{eb}")  # [G, instruction, lane, E]
     slots = plan.slot_src.shape[1]
     j = np.arange(slots) // E

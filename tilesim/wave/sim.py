@@ -68,6 +68,8 @@ class Report:
     oob_count: int = 0
     replication: list[str] = field(default_factory=list)
     replication_count: int = 0
+    uninit: list[str] = field(default_factory=list)  # LDS reads of bytes no store wrote (tilesim/wave/lds.py)
+    uninit_count: int = 0
     global_transactions: int = 0
     global_ideal_transactions: int = 0
     lds_bytes: int = 0
@@ -82,12 +84,14 @@ class Report:
                 "lds_accesses": self.lds_accesses, "lds_bank_conflict_cycles": self.lds_bank_conflict_cycles,
                 "races": self.race_count, "out_of_bounds_lanes": self.oob_count,
                 "replication_violations": self.replication_count,
-                "global_transactions": self.global_transactions, "coalescing": round(self.coalescing, 3)}
+                "global_transactions": self.global_transactions, "coalescing": round(self.coalescing, 3),
+                **({"unwritten_lds_reads": self.uninit_count} if self.uninit_count else {})}
 
     def __str__(self) -> str:
         s = self.summary()
         lines = [f"  {k}: {v}" for k, v in s.items()]
-        for title, items in (("races", self.races), ("out of bounds", self.oob), ("replication", self.replication)):
+        for title, items in (("races", self.races), ("out of bounds", self.oob), ("replication", self.replication),
+                             ("unwritten LDS", self.uninit)):
             lines += [f"  {title}: {x}" for x in items[:5]]
         return "\n".join(lines)
 
@@ -448,6 +452,7 @@ class _Sim:
         c = self.codec_of(op.out)
         acc = self.lds.access(buf, c, self.scalar(op.args[1]), self.scalar(op.args[2]))
         self.lds.check(buf, acc, False, self.active)
+        self.lds.unwritten_reads(buf, acc, self.active)
         self.set_frag(op.out, self.lds.load(buf, c, acc))
 
     def op_lds_load_tr(self, op: Op) -> None:

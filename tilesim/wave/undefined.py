@@ -23,7 +23,8 @@ def unwritten(res: SimResult, name: str) -> np.ndarray:
 
 def undefined(res: SimResult, *, races: bool = True, unwritten_outputs: bool = True) -> list[str]:
     """What the simulator saw at run time that leaves the device's result undefined: LDS races,
-    replicated operand copies that differ (the hardware may read either), and output elements no
+    replicated operand copies that differ (the hardware may read either), LDS reads of bytes no
+    store wrote (the LDS holds whatever it held before the kernel), and output elements no
     store wrote (the device leaves whatever the buffer held). ``check`` finds these statically where
     it can (within its analysis budget); a program that reaches the simulator with one still fails.
     ``races=False`` and ``unwritten_outputs=False`` leave those out (for a caller that compares them
@@ -36,6 +37,9 @@ def undefined(res: SimResult, *, races: bool = True, unwritten_outputs: bool = T
             out.append(f"simulation: {n} of {int(np.prod(t.shape))} elements of output {t.name} were never written")
     out += [f"simulation: {rep.race_count} racing LDS access(es) (no barrier between waves): {x}"
             for x in rep.races[:1]] if rep.race_count and races else []
+    if rep.uninit_count:
+        out.append(f"simulation: {rep.uninit_count} LDS element read(s) of bytes no store wrote (the LDS holds "
+                   f"whatever it held before): {rep.uninit[0] if rep.uninit else '?'}")
     if rep.replication_count:
         first = rep.replication[0] if rep.replication else "?"
         out.append(f"simulation: {rep.replication_count} replicated operand element(s) whose copies differ: {first}")
