@@ -76,3 +76,16 @@ def test_documented_audit_exit_3(doc: str) -> None:
     else:
         assert re.search(r"^  audit +1 .*\n +3  undecided", text, re.M)
     assert re.search(r"^  audit +1 .*\n +3  undecided", _EPILOG, re.M)
+
+
+def test_results_that_reach_no_traceable_output_leave_the_store_audit_undecided() -> None:
+    """gemm_bias stores bf16(relu(acc + bias)): the result codes (integers up to 2**24) do not survive
+    the epilogue and the bf16 store, so where D is stored cannot be audited; A and B still are."""
+    from examples.gemm_bias import programs
+
+    (p,) = [p for p in programs() if p.target == "gfx1201"]
+    assert p.tensor("C").dtype == "bf16"
+    r = audit_program(p)
+    assert not r.findings and r.checked > 0 and r.exit_status == 3, str(r)
+    assert any("where D is stored was not audited" in u for u in r.undecided), r.undecided
+    assert not any("operand slot" in u for u in r.undecided)  # the operands were traced

@@ -34,7 +34,7 @@ exit statuses of run, simulate and check (2: a usage or input error, for every c
   port      1  refused (a source program that check rejects is refused)
   emulate   1  an LDS race or a missing s_waitcnt (a register used while its load may be in flight)
   audit     1  a layout finding
-            3  undecided: no matrix instruction ran, or an A/B operand could not be traced (8-bit, computed)
+            3  undecided: no matrix instruction ran, an A/B operand or the stored D could not be traced
 """
 
 

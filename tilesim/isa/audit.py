@@ -19,7 +19,8 @@ values the kernel computes on (scales, sums) before the instruction are "untrace
 multi-block MFMA operands are not audited.
 
 Fail closed: a kernel that runs no matrix instruction, a call whose A or B operand has no slot that
-could be traced (8-bit operands, values computed in the kernel) and a multi-block call leave the
+could be traced (8-bit operands, values computed in the kernel), a multi-block, sparse or scaled call,
+and results that reach no traceable output (a bf16 output, an epilogue computing on D) leave the
 audit *undecided* (``AuditReport.undecided`` names each); the report is then not ``ok`` and the
 command line exits 3, never 0 — "no findings" would only mean "nothing was looked at".
 """
@@ -84,7 +85,7 @@ class AuditReport:
         head = (f"layout audit: {self.matrix_calls} matrix-instruction calls, {self.checked} slots/elements traced, "
                 f"{self.untraced} untraced, {sum(self.counts.values())} finding(s)")
         if self.undecided and not self.findings:
-            head += " — UNDECIDED: the layout was not audited"
+            head += " — UNDECIDED: not all of the layout could be audited"
         return "\n".join([head, *(f"  {f}" for f in self.findings[:40]),
                           *(f"  undecided: {u}" for u in self.undecided), *(f"  note: {n}" for n in self.notes)])
 
@@ -306,6 +307,10 @@ def audit(code: object, target: str | None = None, kernel: str | None = None, *,
     counts = {f"{k}:{o}": v for (k, o), v in (first.counts + second.counts).items() if v}
     notes = list(dict.fromkeys(first.notes + second.notes))
     undecided = list(dict.fromkeys(first.undecided))
+    if second.instances and not second.checked:  # e.g. a bf16 output: 24-bit result codes do not survive it
+        undecided.append("no matrix-instruction result reached an output the audit can trace (2-D f32 or i32 "
+                         "buffers; results converted or computed on lose their codes): where D is stored was not "
+                         "audited")
     if not first.calls and not undecided:
         undecided.append(f"kernel {kernel or '(the only one)'} ran no matrix instruction: nothing was audited")
     untraced_bufs = [a[0] for a in (args or []) if isinstance(a, tuple) and a[0] not in {c.name for c in codes}]
