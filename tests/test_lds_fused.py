@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="fusion needs numba")
 @ts.kernel
 def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
            *, mma="v_wmma_f32_16x16x16_f16", skip_barrier_at=-1, rotate=False, reverse=False, shift_at=-1,
-           skew=False, swap_high=False, drift=False, doubled_prologue=False):
+           skew=False, swap_high=False, drift=False, doubled_prologue=False, stray_read=False):
     """examples/lds_gemm.py (2x2 waves, double-buffered) with ways to break its repeating pattern:
     ``skip_barrier_at``: no barrier after that iteration; ``rotate``: slab 1's strips are copied by
     other waves (same data, other source waves); ``reverse``: slab 1's strips in reverse row order
@@ -35,7 +35,8 @@ def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.T
     ``swap_high``: waves 2 and 3 store each other's strip position (wave row 1's fragment rows out of
     order, wave row 0's not); ``drift``: in iteration 2, wave 3 stages wave 2's rows (a source
     that moves unlike the others between iterations that use the same slab); ``doubled_prologue``:
-    the prologue stores 2 * A (iteration 0's operands are not a tensor window)."""
+    the prologue stores 2 * A (iteration 0's operands are not a tensor window); ``stray_read``: an
+    extra load reads rows no store writes (Report.uninit in every iteration)."""
     op = ts.mma_op(mma)
     ts.waves(4)
     BM, BN, BK = 2 * op.m, 2 * op.n, op.k
@@ -74,6 +75,8 @@ def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.T
             stage(k + BK, 1 - cur)
         a = ts.lds_load(sA, cur * BM + wm * op.m + (k == shift_at * BK), 0, op.layout("A"))
         b = ts.lds_load(sB, cur * BK, wn * op.n, op.layout("B"))
+        if stray_read:
+            ts.lds_load(sA, 2 * BM - 8, 0, op.layout("A"))  # 8 rows no store writes: unwritten LDS, every iteration
         acc = ts.mma(op, a, b, acc)
         with ts.when(k < skip_barrier_at * BK):  # (no != among the binops)
             ts.barrier()
@@ -178,3 +181,12 @@ def test_iteration_0_reads_the_prologue(target: str, mma: str, doubled: bool, ch
     prog = staged.specialize(target=target, M=32, N=32, K=96, mma=mma, doubled_prologue=doubled)
     _, fused = _runs(prog, _inputs(prog, 2), monkeypatch)
     assert fused == chained
+
+
+@pytest.mark.parametrize("target,mma", L.CONFIGS)
+def test_reads_of_unwritten_lds_in_fused_iterations(target: str, mma: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load no mma reads, of rows no store writes: reported (``unwritten_lds_reads``) in the fused
+    iterations as step by step."""
+    prog = staged.specialize(target=target, M=32, N=32, K=96, mma=mma, stray_read=True)
+    on, fused = _runs(prog, _inputs(prog), monkeypatch)
+    assert fused == 5 and on.report.uninit_count > 0

@@ -538,8 +538,12 @@ def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: ran
         for op, acc in w.steps[t]:
             if op is None:
                 lds.barrier()
-            else:
+            else:  # as op_lds_store / op_lds_load: the checks, the written-bytes mask and its reads
                 lds.check(op.args[0], acc, op.kind == "lds_store", sim.active)
+                if op.kind == "lds_store":
+                    lds._mark(acc, op.args[0].lds.elem_bytes, sim.active)
+                else:
+                    lds.unwritten_reads(op.args[0], acc, sim.active)
     # the LDS bytes: every fused store a later fused store of the same access does not overwrite
     last = {}
     for i, ev in enumerate(w.stores):
