@@ -30,7 +30,8 @@ How, and why each step gives the step-by-step bits:
 4. **Then the state the step-by-step loop leaves.** Only after the chain succeeded (it returns
    None on a NaN result, before anything is reported): op counts, global transactions, every LDS
    access's bank count and race check in program order (``Lds.check``: its caches make a repeating
-   epoch cheap, and a race in one iteration only is found as step by step), the LDS bytes (each
+   epoch cheap, and a race in one iteration only is found as step by step) with the written-bytes
+   mask and its reads of unwritten bytes, the LDS bytes (each
    store whose bytes a later fused store of the same access overwrites is skipped; the others run
    as the step-by-step store), the register images of loads last defined in a fused step, and the
    accumulator. The last iteration runs step by step (its register images, the tail of the race
