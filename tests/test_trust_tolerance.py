@@ -125,3 +125,26 @@ def test_a_program_that_is_not_monotone_keeps_the_tile_scale(module: str) -> Non
     m = importlib.import_module(f"examples.{module}")
     prog = m.programs()[0]
     assert magnitude_inputs(prog, m.inputs(prog)) is None
+
+
+def test_a_device_wrong_only_in_the_small_rows_is_a_mismatch(tmp_path) -> None:
+    """The right kernel on sm_90, with a fake device that reverses rows 16..31 of C: numpy says those
+    rows are wrong by their own size; under the tile's scale (max |C| ~ 1e5) they passed."""
+    from tests import _fake_runners as fake
+    from tilesim.diff import result_tolerance, run
+    from tilesim.diff.reference import beyond
+
+    _, ns = _module(tmp_path, False)
+    mma = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    prog = ns["skew"].specialize(target="sm_90", M=32, N=16, K=32, mma=mma, bug=False)
+    arrays = ns["inputs"](prog)
+    want = ns["reference"](**arrays)["C"]
+    dev = fake.small_rows_reversed(type("E", (), {"program": prog})(), arrays)["C"]
+    assert np.abs(dev[16:] - want[16:]).max() > 0.5 * np.abs(want[16:]).max()  # wrong by the data's size
+    rtol, atol = result_tolerance(prog, arrays)
+    assert not beyond(dev, want, rtol, atol).any()  # the class this closes: hidden under max |C|
+    mag = ns["reference"](**magnitude_inputs(prog, arrays))
+    v = run(prog, runner=fake.small_rows_reversed, reference={"C": want}, reference_magnitude=mag, **arrays)
+    assert v.status == "MISMATCH", v
+    right = run(prog, runner=fake.device_like_simulator, reference={"C": want}, reference_magnitude=mag, **arrays)
+    assert right.status == "MATCH", right

@@ -154,7 +154,7 @@ def magnitude_inputs(prog: Program, arrays: dict[str, np.ndarray]) -> dict[str, 
     return out
 
 
-def _scale(ref: np.ndarray, magnitude: object) -> np.ndarray | None:
+def per_element_scale(ref: np.ndarray, magnitude: object) -> np.ndarray | None:
     """The per-element scale ``max(|ref|, magnitude)``, or None (the tile's scale) when ``magnitude``
     is missing, misshapen, or below ``|ref|`` somewhere (the reference is not monotone)."""
     if magnitude is None:
@@ -197,7 +197,7 @@ class ReferenceCheck:
 def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float,
            scale: np.ndarray | None = None) -> np.ndarray:
     """Elements of ``got`` farther from ``ref`` than the bound (NaN where both are NaN is equal);
-    ``scale``: per element (from :func:`_scale`), else the tile's, ``max |ref|``."""
+    ``scale``: per element (from :func:`per_element_scale`), else the tile's, ``max |ref|``."""
     got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
     if scale is None:
         finite = ref[np.isfinite(ref)]
@@ -237,7 +237,7 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
         with np.errstate(invalid="ignore"):
             diff = np.abs(got - ref)
         max_abs.append((name, float(np.nanmax(diff)) if diff.size and not np.isnan(diff).all() else 0.0))
-        scale = _scale(ref, magnitude.get(name))
+        scale = per_element_scale(ref, magnitude.get(name))
         if scale is not None:
             per_element.append(name)
         bad.append((name, beyond(got, ref, rtol, atol, scale)))

@@ -53,7 +53,8 @@ import numpy as np
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
 from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, loose_note, simulation_errors, unjudged_note
-from tilesim.diff.reference import ReferenceCheck, beyond, check_reference, inexact_inputs, result_tolerance
+from tilesim.diff.reference import (ReferenceCheck, beyond, check_reference, inexact_inputs, per_element_scale,
+                                    result_tolerance)
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
 from tilesim.hw import amd, nvidia, offline  # module attributes, looked up at call time (tests replace them)
 from tilesim.hw.watchdog import Opaque, guarded_call
@@ -233,6 +234,7 @@ class _Judge:
         self.pattern = ""
         self.counts: np.ndarray | None = None
         self.inexact: list[str] = []  # inputs not representable in their types: the reference bound is loose
+        self.magnitude: dict[str, Any] = {}  # the reference on |inputs|: per-element scales (tilesim/diff/reference.py)
         if res is not None and ref is not None and not ref.ok:
             for name, mask in ref.bad:
                 if mask.any():
@@ -304,6 +306,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     # an LDS race or disagreeing replicas the simulator saw leave the device's result undefined
     judge = _Judge(prog, check_errors + simulation_errors(res), res, ref, reference)
     judge.inexact = inexact_inputs(prog, arrays) if reference is not None else []
+    judge.magnitude = dict(reference_magnitude) if isinstance(reference_magnitude, dict) else {}
     try:
         em = emit_hip(prog)
     except CodegenError as e:
@@ -411,11 +414,14 @@ def _judge_device(prog: Program, judge: _Judge, dev: dict[str, np.ndarray], refe
     for name, got in dev.items():
         want = np.asarray(res.outputs[name], np.float64)
         diffs[name] = float(np.nanmax(np.abs(got - want))) if got.size else 0.0
-        for label, ref in (("simulator", want), ("reference", None if reference is None else reference.get(name))):
+        exact = None if reference is None else reference.get(name)
+        # the per-element scale of the exact value; the simulator and the device each within rtol of it: 2x
+        scale = None if exact is None else per_element_scale(np.asarray(exact, np.float64), judge.magnitude.get(name))
+        for label, ref in (("simulator", want), ("reference", exact)):
             if ref is None:
                 continue
             ref = np.asarray(ref, np.float64)
-            bad = beyond(got, ref, rtol, atol)
+            bad = beyond(got, ref, rtol, atol, None if scale is None else scale * (2.0 if label == "simulator" else 1.0))
             if bad.any():
                 why.append(f"{name}: {'device' if ran == 'device-run' else 'emulated run'} differs from the {label} "
                            f"in {int(bad.sum())} elements")
