@@ -61,7 +61,7 @@ def test_replicas_the_simulator_sees_disagree_fail_closed(monkeypatch):
     p = split.specialize(target="gfx1100", M=16, N=16, K=16)
     rng = np.random.default_rng(0)
     arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 16)).astype(np.float16)}
-    monkeypatch.setattr("tilesim.diff.verdict._check_errors", lambda prog: [])
+    monkeypatch.setattr("tilesim.diff.verdict._check_errors", lambda prog, **kw: [])
     v = run(p, device="none", **arrays)
     assert v.status == "CHECK_FAILED" and "copies differ" in v.reason, v
     res = ts.simulate(p, verify=False, **arrays)

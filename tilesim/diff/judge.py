@@ -65,7 +65,7 @@ def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | 
     or a fresh check when the simulation ran with ``verify=False``); ``magnitude``: the reference on
     |inputs| (:func:`tilesim.diff.magnitude_inputs`), for a per-element bound."""
     if errors is None:
-        errors = res.check_errors if res.checked else check_errors(prog)
+        errors = res.check_errors if res.checked else check_errors(prog, lds_state=False)  # LDS: simulation_errors
     errs = list(errors) + simulation_errors(res)
     ref = None if reference is None else check_reference(prog, res.outputs, reference, arrays, magnitude)
     if ref is not None and not ref.ok:

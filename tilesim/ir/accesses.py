@@ -92,7 +92,8 @@ def _records(v: Value, transpose: bool, broadcast: str | None = None) -> tuple[n
 
 
 class _Static:
-    def __init__(self, prog: Program, grid: tuple[int, ...] | None = None, races: bool = True) -> None:
+    def __init__(self, prog: Program, grid: tuple[int, ...] | None = None, races: bool = True,
+                 lds_state: bool = True) -> None:
         self.p = prog
         self.grid = grid or prog.grid
         self.nwg = int(np.prod(self.grid))
@@ -114,12 +115,15 @@ class _Static:
         # LDS: buffer id -> byte offset; race state per (workgroup, byte) only when several waves share LDS
         self.lds_at: dict[int, int] = {}
         self.lds_top = 0
-        self.races = races and self.W > 1
+        # lds_state=False leaves the per-byte LDS state (races, unwritten reads, copies in flight) to a
+        # simulation of this same program, which tracks it on every access (tilesim/wave/undefined.py)
+        self.lds_state = lds_state
+        self.races = races and lds_state and self.W > 1
         self.epoch = 0
-        self.written: np.ndarray | None = np.zeros((self.nwg, 0), bool)  # LDS bytes stored so far (None: too large)
+        self.written: np.ndarray | None = np.zeros((self.nwg, 0), bool) if lds_state else None  # None: not tracked
         self.race_count = 0
         # asynchronous copies in flight (tilesim/ir/async_copy.py): tracked even in a one-wave workgroup
-        self.flight = InFlight(self.wg_of, self.wave_of) if any(
+        self.flight = InFlight(self.wg_of, self.wave_of) if lds_state and any(
             o.kind == "lds_copy_async" for o in prog.walk()) else None
 
     # ------------------------------------------------------------------ helpers
@@ -482,7 +486,7 @@ class _Static:
             self._defined_in(body)
             return
         body_ops = [o for o in _walk(body)]
-        sequential = any(i.kind == "scalar" for i, _ in carried) or any(
+        sequential = any(i.kind == "scalar" for i, _ in carried) or self.lds_state and any(
             o.kind.startswith(("lds_", "async_")) or o.kind == "barrier" for o in body_ops)
         if sequential:
             if trips * max(1, len(body_ops)) > _SEQ_TRIPS:
@@ -625,10 +629,15 @@ def _written_twice(st: _Static, name: str, cols: int, counts: np.ndarray, flat: 
             f"wave ({int((counts > 1).sum())} elements written more than once): the last write wins")
 
 
-def analyse(prog: Program) -> tuple[list[Note], int]:
-    """The notes of the static analysis of ``prog`` and the LDS race count it found."""
+def analyse(prog: Program, *, lds_state: bool = True) -> tuple[list[Note], int]:
+    """The notes of the static analysis of ``prog`` and the LDS race count it found.
+
+    ``lds_state=False`` skips the per-byte LDS passes (races, reads of unwritten bytes, reads of
+    copies in flight) for a caller that simulates this same program and fails on what the
+    simulation sees (run, simulate): LDS addresses depend on tile ids, wave ids and loop counters,
+    never on data, so the simulation meets exactly the accesses this pass would walk."""
     try:
-        st = _Static(prog)
+        st = _Static(prog, lds_state=lds_state)
     except _Skip as e:
         return [Note("warning", "program", f"memory accesses not analysed: {e} is over the analysis budget")], 0
     try:

@@ -113,8 +113,11 @@ def _k_perm(decl: Layout, hw: Layout, k_dim: str) -> dict[int, int] | None:
     return pairs
 
 
-def check(prog: Program) -> CheckReport:
-    """Verify a program; returns a :class:`CheckReport` (``.ok``, ``.findings``, ``.raise_if_errors()``)."""
+def check(prog: Program, *, lds_state: bool = True) -> CheckReport:
+    """Verify a program; returns a :class:`CheckReport` (``.ok``, ``.findings``, ``.raise_if_errors()``).
+
+    ``lds_state=False``: for callers that simulate the program next and fail on the simulation's own
+    LDS findings (see :func:`tilesim.ir.accesses.analyse`); ``tilesim check`` runs everything."""
     if not isinstance(prog, Program):
         raise TilesimError(f"check() takes a specialised Program, got {type(prog).__name__}")
     check_program(prog)  # before anything sized by the program is allocated (tilesim.budget)
@@ -136,7 +139,7 @@ def check(prog: Program) -> CheckReport:
         rep.findings.append(Finding("error", "program", "no op stores to a tensor: the program has no output, so "
                                                         "nothing it computes can be observed or checked"))
     if not any(f.severity == "error" for f in rep.findings):  # the analysis needs well-formed IR
-        notes, _ = analyse(prog)
+        notes, _ = analyse(prog, lds_state=lds_state)
         rep.findings += [Finding(n.severity, n.where, n.message) for n in notes]
     size = prog.waves_per_workgroup * prog.wave_size
     if size > t.max_workgroup_size:
@@ -160,10 +163,10 @@ def check(prog: Program) -> CheckReport:
     return rep
 
 
-def check_errors(prog: Program) -> list[str]:
+def check_errors(prog: Program, *, lds_state: bool = True) -> list[str]:
     """``check(prog)``'s errors as text; a check that cannot finish is a failed check, not a pass."""
     try:
-        return [str(f) for f in check(prog).errors]
+        return [str(f) for f in check(prog, lds_state=lds_state).errors]
     except TilesimError as e:
         return [f"check stopped: {type(e).__name__}: {e}"]
 

@@ -563,9 +563,12 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
 
     ``trace`` lists fragment value ids whose register image is kept every time it is (re)defined
     (e.g. an accumulator across loop iterations); ``exact`` uses the exact rational numerics.
-    ``verify`` (default) runs ``check`` first: a program with errors is still simulated — the
+    ``verify`` (default) runs ``check`` too: a program with errors is still simulated — the
     outputs are the hardware's wrong answer — but ``SimResult.check_errors`` lists the errors and a
-    :class:`~tilesim.errors.CheckWarning` says so; the simulation itself never judges intent.
+    :class:`~tilesim.errors.CheckWarning` says so; the simulation itself never judges intent. The
+    check's per-byte LDS passes (races, reads of unwritten LDS, copies in flight) are left to the
+    simulation, which sees them on every access (``report.races``, ``report.uninit``; the warning
+    names them too, and ``run``/``tilesim simulate`` fail on them: tilesim/wave/undefined.py).
     """
     if not isinstance(prog, Program):
         raise TilesimError(f"simulate() takes a specialised Program (kernel.specialize(...)), got {type(prog).__name__}")
@@ -599,9 +602,15 @@ def simulate(prog: Program, *, exact: bool = False, trace: tuple[int, ...] = (),
             else:
                 outs[tp.name] = decode(encode(t, tp.dtype), tp.dtype).astype(d.np)
     regs = RegisterMap(sim.regs, sim.nwg, sim.W)
-    errors = check_errors(prog) if verify else []
-    if errors:  # stacklevel 2: the warning names the caller's line
-        warnings.warn(f"{prog.name} on {prog.target}: check found {len(errors)} error(s), so these outputs are what "
-                      f"the hardware computes, not what the program says: {errors[0]}"[:600], CheckWarning, stacklevel=2)
+    # the per-byte LDS passes of check are what this simulation just did on every access (report.races,
+    # report.uninit: tilesim/wave/undefined.py), so they are not walked a second time here
+    errors = check_errors(prog, lds_state=False) if verify else []
+    seen = ([f"{sim.rep.race_count} LDS race(s) (accesses of a byte by two waves with no barrier between)"] if sim.rep.race_count else []) + (
+        [f"{sim.rep.uninit_count} LDS read(s) of bytes no store wrote"] if sim.rep.uninit_count else [])
+    if verify and (errors or seen):  # stacklevel 2: the warning names the caller's line
+        warnings.warn(f"{prog.name} on {prog.target}: " + "; ".join(
+            ([f"check found {len(errors)} error(s)"] if errors else []) + [f"the simulation saw {x}" for x in seen])
+            + f", so these outputs are what the hardware computes, not what the program says: "
+            f"{(errors or sim.rep.races or sim.rep.uninit or [''])[0]}"[:600], CheckWarning, stacklevel=2)
     return SimResult(prog, outs, sim.rep, regs, dict(sim.vals), sim.trace, ProvenanceMap(sim.prov),
                      WriteCounts(sim.writes, sim.prov), errors, bool(verify))
