@@ -103,7 +103,7 @@ def prove_kernel(mod: str, kern: object, spec: tuple) -> list[str]:
     sizes = {"M": M, "N": N, "K": K}
     p = kern.specialize(target=target, mma=mma, **{d: sizes[d] for d in sorted({d for _, tt in kern.tensors for d in tt.dims})})
     m = importlib.import_module(f"examples.{mod}")
-    res = simulate(p, **m.inputs(p))
+    res = simulate(p, verify=False, **m.inputs(p))  # write-once only: default options (e.g. int8 neg=0) need not be right
     out = []
     for name, counts in res.write_counts.items():
         if not (counts == 1).all():

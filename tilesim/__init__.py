@@ -53,7 +53,7 @@ from tilesim.isa import audit, audit_program, emulate, emulate_program
 
 globals().update(_FUNCTIONS)  # ts.exp, ts.maximum, ts.minimum, ...: one per elementwise row of the op table
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 __all__ = [
     "audit", "audit_program", "emulate", "emulate_program",
