@@ -39,6 +39,7 @@ import numpy as np
 
 from tilesim.errors import TilesimError
 from tilesim.ir.core import Program
+from tilesim.ir.ops import ELEMENTWISE, KINDS, REDUCE
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.numerics import quantize, tolerance
@@ -116,12 +117,9 @@ def rounded_inputs(prog: Program, arrays: dict[str, np.ndarray]) -> dict[str, np
     return out
 
 
-# ops whose value at |inputs| bounds their value's magnitude: f(|x|) >= |f(x)| (index arithmetic, data
-# movement, +, *, sum, max); elementwise add/mul/max need a fragment or a non-negative constant as operand
-# (relu, max(x, 0), is monotone: |max(a, b)| <= max(|a|, |b|))
-_MONOTONE = {"async_commit", "async_wait", "barrier", "binop", "branch", "cast", "const", "convert", "lds_alloc",
-             "lds_copy_async", "lds_load", "lds_load_tr", "lds_store", "load", "loop", "mma", "mma_sparse", "shuffle",
-             "store", "tile_id", "wave_id", "zeros"}
+# which ops are monotone (their value at |inputs| bounds their value's magnitude) is the op table's
+# fact (tilesim/ir/ops.py: OpKind/Elementwise/Reduce.monotone); elementwise add/mul/max also need a
+# fragment or a non-negative constant as operand (relu, max(x, 0): |max(a, b)| <= max(|a|, |b|))
 _NEGATING_MODIFIERS = ("neg", "neg_hi", "abs")
 
 
@@ -129,14 +127,14 @@ def _monotone(prog: Program) -> bool:
     for op in prog.walk():
         if op.kind in ("mma", "mma_sparse") and any(m in dict(op.attr("modifiers") or ()) for m in _NEGATING_MODIFIERS):
             return False
-        if op.kind == "reduce" and op.attr("op") in ("sum", "max"):
+        if op.kind == "reduce" and REDUCE[op.attr("op")].monotone:
             continue
-        if op.kind == "elementwise" and op.attr("op") in ("add", "mul", "max"):
+        if op.kind == "elementwise" and ELEMENTWISE[op.attr("op")].monotone:
             other = op.args[1] if len(op.args) > 1 else None
             if getattr(other, "kind", None) == "frag" or (isinstance(other, (int, float)) and other >= 0):
                 continue
             return False
-        if op.kind not in _MONOTONE:
+        if not KINDS[op.kind].monotone:
             return False
     return True
 

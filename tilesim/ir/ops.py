@@ -80,6 +80,9 @@ class Elementwise:
     c_double: str = ""
     macro64: Macro | None = None
     c_int: str = ""
+    # f(|a|, |b|) >= |f(a, b)| when b is a fragment or a constant >= 0 (tilesim/diff/reference.py's
+    # per-element bound: the reference on |inputs| bounds each output's magnitude)
+    monotone: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class Reduce:
     c_double: str = ""
     macro64: Macro | None = None
     c_int: str = ""
+    monotone: bool = False  # as Elementwise.monotone: |reduce(x)| <= reduce(|x|)
 
 
 def _rows(*rows: Any) -> Mapping[str, Any]:
@@ -127,9 +131,10 @@ _WRAP = "(long long)((ts_u64){a} {o} (ts_u64){b})"
 
 ELEMENTWISE: Mapping[str, Elementwise] = _rows(
     Elementwise("add", 2, lambda a, b: a + b, "{a} + {b}", test_constants=(-3, -1, 1, 2),
-                c_int=_WRAP.replace("{o}", "+")),
+                c_int=_WRAP.replace("{o}", "+"), monotone=True),
     Elementwise("sub", 2, lambda a, b: a - b, "{a} - {b}", test_constants=(1, 3), c_int=_WRAP.replace("{o}", "-")),
-    Elementwise("mul", 2, lambda a, b: a * b, "{a} * {b}", test_constants=(-1, 2, 3), c_int=_WRAP.replace("{o}", "*")),
+    Elementwise("mul", 2, lambda a, b: a * b, "{a} * {b}", test_constants=(-1, 2, 3), c_int=_WRAP.replace("{o}", "*"),
+                monotone=True),
     # true division: a float even for integers, which then truncates and saturates (numerics.cast) —
     # what ts_idiv computes with integer division ({lo}/{hi}: the element type's range)
     Elementwise("div", 2, lambda a, b: a / b, "{a} / {b}", c_int="ts_idiv({a}, {b}, {lo}, {hi})"),
@@ -138,7 +143,7 @@ ELEMENTWISE: Mapping[str, Elementwise] = _rows(
                 doc="e**x, element by element.", c_double="TS_EXP64({a})", macro64=_EXP64),
     Elementwise("max", 2, lambda a, b: np.fmax(a, b), "TS_FMAXF({a}, {b})", dsl="maximum", macro=_FMAXF,
                 test_constants=(0, -2), doc="The larger of x and y (a fragment or a number), element by element.",
-                c_double="TS_FMAX64({a}, {b})", macro64=_FMAX64, c_int="({a} > {b} ? {a} : {b})"),
+                c_double="TS_FMAX64({a}, {b})", macro64=_FMAX64, c_int="({a} > {b} ? {a} : {b})", monotone=True),
     Elementwise("min", 2, lambda a, b: np.fmin(a, b), "TS_FMINF({a}, {b})", dsl="minimum", macro=_FMINF,
                 doc="The smaller of x and y (a fragment or a number), element by element.",
                 c_double="TS_FMIN64({a}, {b})", macro64=_FMIN64, c_int="({a} < {b} ? {a} : {b})"),
@@ -160,8 +165,9 @@ BINOPS: Mapping[str, Binop] = _rows(
 # max/min are IEEE 754-2008 maxNum/minNum (a NaN loses to a number), as C fmaxf/fminf and AMD's
 # v_max_f32/v_min_f32 in IEEE mode compute them: np.fmax/np.fmin, not np.maximum (which propagates NaN).
 REDUCE: Mapping[str, Reduce] = _rows(
-    Reduce("sum", np.sum, "a + b", c_int="(long long)((ts_u64)a + (ts_u64)b)"),
-    Reduce("max", np.fmax.reduce, "TS_FMAXF(a, b)", _FMAXF, "TS_FMAX64(a, b)", _FMAX64, "(a > b ? a : b)"),
+    Reduce("sum", np.sum, "a + b", c_int="(long long)((ts_u64)a + (ts_u64)b)", monotone=True),
+    Reduce("max", np.fmax.reduce, "TS_FMAXF(a, b)", _FMAXF, "TS_FMAX64(a, b)", _FMAX64, "(a > b ? a : b)",
+           monotone=True),
     Reduce("min", np.fmin.reduce, "TS_FMINF(a, b)", _FMINF, "TS_FMIN64(a, b)", _FMIN64, "(a < b ? a : b)"),
 )
 REDUCE_AXES = ("row", "col")  # reduce along the tile's rows (axis='row': down each column) or columns
@@ -291,6 +297,11 @@ class OpKind:
     args: tuple[str, ...]
     result: str | None
     attrs: tuple[Attr, ...] = ()
+    # its value on |inputs| bounds its value's magnitude (data movement, index arithmetic, +, the mma without
+    # negating modifiers): tilesim/diff/reference.py; elementwise/reduce decide by their op's row
+    monotone: bool = False
+    # never writes LDS bytes itself (tilesim/wave/lds_fused.py may chain across it); False where unsure
+    leaves_lds: bool = False
 
 
 _TRANSPOSE = Attr("transpose", _bool, required=False)
@@ -300,41 +311,44 @@ _MMA_ATTRS = (Attr("instr", _token), Attr("family", _token, required=False), Att
 BROADCASTS = ("row", "col")
 
 KINDS: Mapping[str, OpKind] = _rows(
-    OpKind("const", (), "scalar", (Attr("value", _int_in(-INT_MAX - 1, INT_MAX)),)),
-    OpKind("tile_id", (), "scalar", (Attr("axis", _int_in(0, 2)),)),  # grid x, y, z
-    OpKind("wave_id", (), "scalar"),
-    OpKind("binop", ("int", "int"), "scalar", (Attr("op", _one_of(BINOPS)),)),
-    OpKind("zeros", (), "frag"),
+    OpKind("const", (), "scalar", (Attr("value", _int_in(-INT_MAX - 1, INT_MAX)),), monotone=True, leaves_lds=True),
+    OpKind("tile_id", (), "scalar", (Attr("axis", _int_in(0, 2)),), monotone=True, leaves_lds=True),  # grid x, y, z
+    OpKind("wave_id", (), "scalar", monotone=True, leaves_lds=True),
+    OpKind("binop", ("int", "int"), "scalar", (Attr("op", _one_of(BINOPS)),), monotone=True, leaves_lds=True),
+    OpKind("zeros", (), "frag", monotone=True, leaves_lds=True),
     OpKind("load", ("int", "int"), "frag", (Attr("tensor", _name), _TRANSPOSE,
-                                           Attr("broadcast", _one_of(BROADCASTS), required=False))),
-    OpKind("store", ("frag", "int", "int"), None, (Attr("tensor", _name), _TRANSPOSE)),
-    OpKind("lds_alloc", (), "lds"),
-    OpKind("lds_store", ("lds", "frag", "int", "int"), None),
-    OpKind("lds_load", ("lds", "int", "int"), "frag"),
+                                           Attr("broadcast", _one_of(BROADCASTS), required=False)),
+           monotone=True, leaves_lds=True),
+    OpKind("store", ("frag", "int", "int"), None, (Attr("tensor", _name), _TRANSPOSE), monotone=True, leaves_lds=True),
+    OpKind("lds_alloc", (), "lds", monotone=True, leaves_lds=True),
+    OpKind("lds_store", ("lds", "frag", "int", "int"), None, monotone=True),
+    OpKind("lds_load", ("lds", "int", "int"), "frag", monotone=True, leaves_lds=True),
     # one or more LDS transpose reads (tilesim/matrix/lds_transpose.py) fill the fragment
-    OpKind("lds_load_tr", ("lds", "int", "int"), "frag", (Attr("instr", _token), _TRANSPOSE)),
-    OpKind("barrier", (), None),
+    OpKind("lds_load_tr", ("lds", "int", "int"), "frag", (Attr("instr", _token), _TRANSPOSE), monotone=True,
+           leaves_lds=True),
+    OpKind("barrier", (), None, monotone=True, leaves_lds=True),
     # global -> LDS without registers (docs/guide.md "Asynchronous copies"): args (buffer, row0, col0, tensor
     # row0, tensor col0); lane l copies the elements `layout` gives it, `bytes` per instruction. The data lands
     # at the async_wait that completes its commit group: reading the destination before then is a race.
     OpKind("lds_copy_async", ("lds", "int", "int", "int", "int"), None,
-           (Attr("tensor", _name), Attr("layout", _copy_layout), Attr("bytes", _copy_bytes))),
-    OpKind("async_commit", (), None),  # close this wave's uncommitted copies into a group (may be empty)
+           (Attr("tensor", _name), Attr("layout", _copy_layout), Attr("bytes", _copy_bytes)), monotone=True),
+    OpKind("async_commit", (), None, monotone=True),  # close this wave's uncommitted copies into a group (may be empty)
     # wait until at most `pending` of this wave's newest committed groups are still in flight
-    OpKind("async_wait", (), None, (Attr("pending", _int_in(0, ASYNC_WAIT_MAX)),)),
-    OpKind("mma", ("frag", "frag", "frag"), "frag", _MMA_ATTRS),
+    OpKind("async_wait", (), None, (Attr("pending", _int_in(0, ASYNC_WAIT_MAX)),), monotone=True),
+    OpKind("mma", ("frag", "frag", "frag"), "frag", _MMA_ATTRS, monotone=True, leaves_lds=True),
     # SMFMAC/SWMMAC: (compressed A values, B, C, metadata bytes); tilesim/matrix/sparse.py
-    OpKind("mma_sparse", ("frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS),
+    OpKind("mma_sparse", ("frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS, monotone=True, leaves_lds=True),
     # a block-scaled mma (gfx950 v_mfma_scale_*): a, b, c, then the scale fragments of A and B (SA, SB)
-    OpKind("mma_scaled", ("frag", "frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS),
-    OpKind("elementwise", ("frag", "any"), "frag", (Attr("op", _one_of(ELEMENTWISE)),)),
-    OpKind("cast", ("frag",), "frag", (Attr("dtype", _dtype),)),
-    OpKind("convert", ("frag",), "frag"),
-    OpKind("shuffle", ("frag",), "frag", (Attr("src_lane", _lanes),)),
-    OpKind("reduce", ("frag",), "frag", (Attr("op", _one_of(REDUCE)), Attr("axis", _one_of(REDUCE_AXES)))),
+    OpKind("mma_scaled", ("frag", "frag", "frag", "frag", "frag"), "frag", _MMA_ATTRS, leaves_lds=True),
+    OpKind("elementwise", ("frag", "any"), "frag", (Attr("op", _one_of(ELEMENTWISE)),), leaves_lds=True),
+    OpKind("cast", ("frag",), "frag", (Attr("dtype", _dtype),), monotone=True, leaves_lds=True),
+    OpKind("convert", ("frag",), "frag", monotone=True, leaves_lds=True),
+    OpKind("shuffle", ("frag",), "frag", (Attr("src_lane", _lanes),), monotone=True, leaves_lds=True),
+    OpKind("reduce", ("frag",), "frag", (Attr("op", _one_of(REDUCE)), Attr("axis", _one_of(REDUCE_AXES))),
+           leaves_lds=True),
     OpKind("loop", ("int", "int", "int"), "scalar", (Attr("body", structure="block"),
-                                                      Attr("carried", structure="carried"))),
-    OpKind("branch", ("int",), None, (Attr("body", structure="block"),)),
+                                                      Attr("carried", structure="carried")), monotone=True),
+    OpKind("branch", ("int",), None, (Attr("body", structure="block"),), monotone=True),
 )
 OP_KINDS: tuple[str, ...] = tuple(KINDS)
 

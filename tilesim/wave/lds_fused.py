@@ -49,7 +49,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tilesim.ir.core import Op, Value
-from tilesim.ir.ops import BINOPS
+from tilesim.ir.ops import BINOPS, KINDS
 from tilesim.wave import kernels
 from tilesim.wave.fused import LoopHost
 from tilesim.wave.images import TileImage, WindowImage
@@ -269,10 +269,8 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
     return True
 
 
-# ops that leave the LDS bytes alone (the simulator's op_* methods of these kinds never write sim.lds.mem)
-_NO_LDS_WRITE = frozenset(("const", "binop", "tile_id", "wave_id", "load", "lds_load", "lds_load_tr", "lds_alloc",
-                           "zeros", "barrier", "mma", "mma_sparse", "mma_scaled", "store", "elementwise", "cast",
-                           "convert", "shuffle", "reduce"))
+# ops that leave the LDS bytes alone: the op table's fact (tilesim/ir/ops.py OpKind.leaves_lds)
+_NO_LDS_WRITE = frozenset(k for k, row in KINDS.items() if row.leaves_lds)
 
 
 def _prologue(sim: LdsLoopHost, loop: Op, w: _Walk) -> list[_Store]:
