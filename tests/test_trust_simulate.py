@@ -209,3 +209,16 @@ def test_unrounded_inputs_do_not_widen_the_bound_enough_to_pass_a_skipped_k_step
     assert json.loads(capsys.readouterr().out)[0]["status"] == "REFERENCE_MISMATCH"
     assert main(["run", str(f), "--device", "none"]) == 1
     assert capsys.readouterr().out.startswith("SIM_MISMATCH")
+
+
+@pytest.mark.parametrize("command", ["run", "simulate", "check", "emit", "compile", "port"])
+def test_a_file_with_no_programs_is_refused_not_passed(tmp_path, capsys, command):
+    """0.8.0 before this fix: `run` and `simulate` on a file whose programs() returns [] printed
+    nothing and exited 0 — a pass for a file that checked nothing."""
+    f = tmp_path / "empty.py"
+    f.write_text("def programs():\n    return []\n")
+    extra = {"port": ["--to", "gfx1201"], "emit": ["--target", "gfx1201"], "compile": ["--target", "gfx1201"]}
+    extra = extra.get(command, [])
+    assert main([command, str(f), *extra]) == 2
+    err = capsys.readouterr().err
+    assert "returned no programs" in err and "Traceback" not in err

@@ -53,6 +53,8 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
             raise TilesimError(f"{path}: programs() must return specialised programs, got {bad[0]!r}"[:300])
     else:
         raise TilesimError(f"{path}: expected a .py file with programs() or a program .json")
+    if not progs:  # nothing checked, simulated or run is no pass: every command refuses it (exit 2)
+        raise TilesimError(f"{path}: programs() returned no programs, so there is nothing to check, simulate or run")
     if target:
         from tilesim.targets import get_target
 
