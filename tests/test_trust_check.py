@@ -131,8 +131,8 @@ def test_reading_an_output_another_workgroup_writes(tmp_path, capsys):
 def test_a_program_that_stores_nothing(tmp_path, capsys):
     p = _prog("no_store")
     assert not [t for t in p.tensors if t.output]  # C is then an input the kernel only declares
-    (err,) = ts.check(p).errors
-    assert "no output" in err.message
+    errs = [e.message for e in ts.check(p).errors]  # no output, and C a parameter nothing loads or stores
+    assert any("no output" in e for e in errs) and any("tensor C is a parameter" in e for e in errs), errs
     arrays = _inputs() | {"C": np.zeros((32, 32), np.float32)}
     v = run(p, device="none", **arrays)
     assert v.status == "CHECK_FAILED" and not v.ok
@@ -238,3 +238,28 @@ def test_a_workgroup_larger_than_the_launch_limit():
     X = np.zeros((16 * 32, 16), np.float32)
     assert run(big, device="none", X=X).status == "CHECK_FAILED"
     assert ts.check(_rotate.specialize(target="gfx942", M=16 * 16, N=16, nw=16, lay=lay)).ok
+
+
+def test_a_tensor_parameter_nothing_reads_or_writes_is_an_error():
+    """0.8.0 before this fix: a GEMM declaring a second f32 M x N tensor D and never storing it passed
+    check, and `run` without a reference gave COMPILE_ONLY (exit 0): a device leaves D as the buffer
+    held it. The op table's `tensor` attribute says which ops touch a tensor."""
+    import tilesim as ts
+
+    @ts.kernel
+    def two_outputs(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
+                    D: ts.Tensor["f32", "M", "N"], *, store_d=False):
+        op = ts.mma_op("v_wmma_f32_16x16x16_f16")
+        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+        tm, tn = ts.tile_id(0), ts.tile_id(1)
+        acc = ts.zeros(op.layout("C"), "f32")
+        for k in ts.range(0, A.shape[1], op.k):
+            acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")),
+                         acc)
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+        if store_d:
+            ts.store(D[tm * op.m:, tn * op.n:], acc)
+
+    bad = ts.check(two_outputs.specialize(target="gfx1201", M=32, N=32, K=32))
+    assert not bad.ok and "tensor D is a parameter that no op loads or stores" in str(bad.errors[0])
+    assert ts.check(two_outputs.specialize(target="gfx1201", M=32, N=32, K=32, store_d=True)).ok

@@ -38,7 +38,7 @@ from tilesim.ir.accesses import analyse
 from tilesim.ir.analysis import lds_estimate, vgpr_estimate
 from tilesim.ir.core import Op, Program, Value
 from tilesim.ir.lds_tr import op_plan
-from tilesim.ir.ops import PathStatus, program_paths
+from tilesim.ir.ops import KINDS, PathStatus, program_paths
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
@@ -135,6 +135,12 @@ def check(prog: Program, *, lds_state: bool = True) -> CheckReport:
             _check_global_type(rep, op, prog, where)
         if op.kind == "shuffle":
             _check_shuffle(rep, op, where)
+    used = {op.attr("tensor") for op in prog.walk() if any(a.name == "tensor" for a in KINDS[op.kind].attrs)}
+    for tp in prog.tensors:  # a parameter nothing reads or writes: if it was meant as an output, it stays unwritten
+        if tp.name not in used:
+            rep.findings.append(Finding("error", "program", f"tensor {tp.name} is a parameter that no op loads or "
+                                        f"stores: if it is an output, none of its elements is ever written (the device "
+                                        f"leaves whatever the buffer held); store to it, or drop the parameter"))
     if not any(t.output for t in prog.tensors):
         rep.findings.append(Finding("error", "program", "no op stores to a tensor: the program has no output, so "
                                                         "nothing it computes can be observed or checked"))
