@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,75 +47,12 @@ from tilesim.wave.storage import storage_dtype, tensor_bits, tensor_storage
 from tilesim.wave.lds import Lds
 from tilesim.wave.lds_fused import run_lds_loop
 from tilesim.wave.mma import run_mma
+from tilesim.wave.result import Report, SimResult
 
 __all__ = ["simulate", "SimResult", "Report"]
 
 _SEG = 64  # bytes per global memory transaction
 _STORE_CHUNK = 1 << 13  # a fast store writes this many elements at a time (peak memory)
-
-
-@dataclass
-class Report:
-    ops: Counter = field(default_factory=Counter)
-    lds_bank_conflict_cycles: int = 0
-    lds_accesses: int = 0
-    races: list[str] = field(default_factory=list)
-    race_count: int = 0
-    oob: list[str] = field(default_factory=list)
-    oob_count: int = 0
-    replication: list[str] = field(default_factory=list)
-    replication_count: int = 0
-    uninit: list[str] = field(default_factory=list)  # LDS reads of bytes no store wrote (tilesim/wave/lds.py)
-    uninit_count: int = 0
-    global_transactions: int = 0
-    global_ideal_transactions: int = 0
-    lds_bytes: int = 0
-    vgprs: int = 0
-
-    @property
-    def coalescing(self) -> float:
-        return self.global_ideal_transactions / self.global_transactions if self.global_transactions else 1.0
-
-    def summary(self) -> dict[str, Any]:
-        return {"ops": dict(self.ops), "lds_bytes": self.lds_bytes, "vgprs_estimate": self.vgprs,
-                "lds_accesses": self.lds_accesses, "lds_bank_conflict_cycles": self.lds_bank_conflict_cycles,
-                "races": self.race_count, "out_of_bounds_lanes": self.oob_count,
-                "replication_violations": self.replication_count,
-                "global_transactions": self.global_transactions, "coalescing": round(self.coalescing, 3),
-                **({"unwritten_lds_reads": self.uninit_count} if self.uninit_count else {})}
-
-    def __str__(self) -> str:
-        s = self.summary()
-        lines = [f"  {k}: {v}" for k, v in s.items()]
-        for title, items in (("races", self.races), ("out of bounds", self.oob), ("replication", self.replication),
-                             ("unwritten LDS", self.uninit)):
-            lines += [f"  {title}: {x}" for x in items[:5]]
-        return "\n".join(lines)
-
-
-@dataclass
-class SimResult:
-    program: Program
-    outputs: dict[str, np.ndarray]
-    report: Report
-    # value id -> uint32[workgroup, wave, lane, vgpr] (last value); a mapping that builds an
-    # accumulator's image when first read (tilesim.wave.images)
-    registers: Mapping[int, np.ndarray]
-    values: dict[int, Value]
-    trace: dict[int, list[np.ndarray]] = field(default_factory=dict)  # traced value id -> one image per definition
-    # output tensor -> int64[rows, cols, 6]: (workgroup, wave, lane, vgpr, bit_lo, store value id) of the
-    # last store that wrote each element; -1 where nothing was written
-    provenance: Mapping[str, np.ndarray] = field(default_factory=dict)
-    # output tensor -> int64[rows, cols]: how many distinct (workgroup, wave, store op) wrote each element
-    # (replicated lanes of one store count once)
-    write_counts: Mapping[str, np.ndarray] = field(default_factory=dict)
-    # check(program)'s errors (simulate(..., verify=True), the default): where there are any, the outputs
-    # are what the hardware computes, not what the program says (a CheckWarning says so too)
-    check_errors: list[str] = field(default_factory=list)
-    checked: bool = False  # False: simulate(..., verify=False), check_errors was not computed
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.outputs[name]
 
 
 class _Sim:
