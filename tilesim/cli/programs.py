@@ -219,16 +219,24 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     return "\n\n".join(out), code
 
 
-def _refuse_quietly(progs: list) -> tuple[dict[str, list[str]], int]:
+def _refuse_quietly(progs: list) -> tuple[dict[str, list[str]], int, dict[str, object]]:
     """Each program's check errors, told on stderr: emit and compile still write their output
-    (it is what the program says), but exit 1, so a wrong program is never an "OK" (fail closed)."""
-    from tilesim.ir.verify import check_errors
+    (it is what the program says), but exit 1, so a wrong program is never an "OK" (fail closed).
+    Also each program's check report (None where the check could not finish), for compile's estimates."""
+    from tilesim.errors import TilesimError
+    from tilesim.ir.verify import check
 
-    errs = {p.name + " on " + p.target: check_errors(p) for p in progs}
-    for who, es in errs.items():
-        for e in es[:3]:
+    errs, reports = {}, {}
+    for p in progs:
+        who = p.name + " on " + p.target
+        try:  # as check_errors: a check that cannot finish is a failed check, not a pass
+            reports[who] = check(p)
+            errs[who] = [str(f) for f in reports[who].errors]
+        except TilesimError as e:
+            reports[who], errs[who] = None, [f"check stopped: {type(e).__name__}: {e}"]
+        for e in errs[who][:3]:
             print(f"tilesim: check: {who}: {e}", file=sys.stderr)
-    return errs, 1 if any(errs.values()) else 0
+    return errs, 1 if any(errs.values()) else 0, reports
 
 
 def cmd_emit(args: argparse.Namespace) -> tuple[str, int]:
@@ -236,7 +244,7 @@ def cmd_emit(args: argparse.Namespace) -> tuple[str, int]:
 
     prog, _ = _load_programs(args.file, args.target)
     emitted = [emit_hip(p) for p in prog]
-    errs, code = _refuse_quietly(prog)
+    errs, code, _ = _refuse_quietly(prog)
     if args.format == "json":
         return json.dumps([{"program": e.program.name, "target": e.program.target, "kernel": e.kernel,
                             "grid": list(e.grid), "block": list(e.block), "parameters": list(e.tensors),
@@ -249,18 +257,18 @@ def cmd_emit(args: argparse.Namespace) -> tuple[str, int]:
 def cmd_compile(args: argparse.Namespace) -> tuple[str, int]:
     from tilesim.codegen import emit_hip
     from tilesim.hw.offline import compile_hip
-    from tilesim.ir.verify import check
 
     progs, _ = _load_programs(args.file, args.target)
     docs, lines = [], []
-    errs, code = _refuse_quietly(progs)
+    errs, code, reports = _refuse_quietly(progs)
     for p in progs:
         c = compile_hip(emit_hip(p).source, p.target, wave_size=p.wave_size)
-        est = check(p)
-        docs.append({"program": p.name, "target": p.target, "metadata": c.metadata, "vgprs_estimate": est.vgprs,
-                     "occupancy_estimate": est.occupancy, "mnemonics": c.mnemonics(),
+        est = reports[p.name + " on " + p.target]
+        vgprs, occ = (None, None) if est is None else (est.vgprs, est.occupancy)  # type: ignore[attr-defined]
+        docs.append({"program": p.name, "target": p.target, "metadata": c.metadata, "vgprs_estimate": vgprs,
+                     "occupancy_estimate": occ, "mnemonics": c.mnemonics(),
                      "check_errors": errs[p.name + " on " + p.target], **({"asm": c.isa} if args.asm else {})})
-        lines.append(f"{p.name} on {p.target}: {c.metadata.get('vgpr_count')} VGPRs (estimate {est.vgprs}), "
+        lines.append(f"{p.name} on {p.target}: {c.metadata.get('vgpr_count')} VGPRs (estimate {vgprs}), "
                      f"{c.metadata.get('sgpr_count')} SGPRs, LDS {c.metadata.get('lds_bytes')} B, "
                      f"scratch {c.metadata.get('scratch_bytes')} B, wave{c.metadata.get('wavefront_size')}")
         if args.isa:
