@@ -333,3 +333,56 @@ def test_a_second_copy_of_a_row_fact_fails_the_check(tmp_path: Path) -> None:
            "\"v_mfma_f32_32x32x8f16\") else None\n")
     report = row_report(tmp_path, {"codegen/compute.py": (old, new)})
     assert [d for d in differences(report) if d.startswith("emit:")]
+
+
+# --- op-kind sets: read off the op table's rows, never listed again --------------------------------
+# Which kinds run a catalog row, name a tensor, or hold a nested block is the op table's fact
+# (tilesim/ir/ops.py: MMA_KINDS, TENSOR_KINDS, BLOCK_KINDS; Op.blocks()/Op.with_blocks() walk a body).
+# A module that spells one of these sets out again misses a kind added to the table.
+_KIND_SET_SCAN = ("tilesim", "tools", "benchmarks")
+# Restatements in modules other helpers own this session (reported to the lead, folded after): the scan
+# must find exactly these, so a new one fails and a folded one must leave this list.
+_KIND_SETS_PENDING = {
+    "tilesim/ir/accesses.py: BLOCK_KINDS",
+    "tilesim/wave/lds_fused.py: BLOCK_KINDS",
+}
+
+
+def kind_set_restatements(root: Path, dirs: tuple[str, ...] = _KIND_SET_SCAN) -> set[str]:
+    """``file: SET`` for each literal collection (outside the op table) whose strings are exactly one
+    of the op table's derived kind sets."""
+    import ast
+
+    from tilesim.ir import ops
+
+    sets = {name: getattr(ops, name) for name in ("MMA_KINDS", "TENSOR_KINDS", "BLOCK_KINDS")}
+    out = set()
+    for d in dirs:
+        for path in sorted((root / d).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel == "tilesim/ir/ops.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                    strs = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                    out |= {f"{rel}: {name}" for name, kinds in sets.items() if strs == kinds}
+    return out
+
+
+def test_op_kind_sets_are_read_off_the_table() -> None:
+    from tilesim.ir.ops import BLOCK_KINDS, MMA_KINDS, TENSOR_KINDS
+
+    # independent expectations: the three forms ts.mma traces to, the ops that take a tensor window,
+    # the two ops with a body (docs/guide.md's op list)
+    assert MMA_KINDS == {"mma", "mma_sparse", "mma_scaled"}
+    assert TENSOR_KINDS == {"load", "store", "lds_copy_async"}
+    assert BLOCK_KINDS == {"loop", "branch"}
+    assert kind_set_restatements(ROOT) == _KIND_SETS_PENDING
+
+
+def test_the_scan_sees_a_restated_kind_set(tmp_path: Path) -> None:
+    (tmp_path / "tilesim" / "ir").mkdir(parents=True)
+    (tmp_path / "tilesim" / "ir" / "ops.py").write_text('K = ("loop", "branch")\n')  # the table itself
+    (tmp_path / "tilesim" / "x.py").write_text('def f(op):\n    return op.kind in ("mma", "mma_scaled", "mma_sparse")'
+                                              '\nB = ["branch", "loop"]\nS = ("load", "store")\n')
+    assert kind_set_restatements(tmp_path, ("tilesim",)) == {"tilesim/x.py: MMA_KINDS", "tilesim/x.py: BLOCK_KINDS"}

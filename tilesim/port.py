@@ -226,9 +226,8 @@ def _with_modifiers(prog: Program, mods: dict[str, int]) -> Program:
             if op.kind == "mma":
                 attrs = tuple((k, attrs_mods if k == "modifiers" else v) for k, v in op.attrs)
                 op = Op(op.kind, op.out, op.args, attrs)
-            elif op.kind in ("loop", "branch"):
-                op = Op(op.kind, op.out, op.args,
-                        tuple((k, block(v) if k == "body" else v) for k, v in op.attrs))
+            else:
+                op = op.with_blocks(block)
             ops.append(op)
         return Block(tuple(ops))
 

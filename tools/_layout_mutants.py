@@ -71,8 +71,7 @@ def drop_op(prog: Program, index: int) -> Program:
         for o in b.ops:
             if o is target:
                 continue
-            if o.kind in ("loop", "branch"):
-                o = Op(o.kind, o.out, o.args, tuple((k, block(v)) if k == "body" else (k, v) for k, v in o.attrs))
+            o = o.with_blocks(block)
             ops.append(o)
         return Block(tuple(ops))
 

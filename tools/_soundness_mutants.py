@@ -46,8 +46,8 @@ def _rewrite(prog: Program, fn: Callable[[Op], Any]) -> Program | None:
     def block(b: Block) -> Block:
         ops = []
         for o in b.ops:
-            if o.kind in ("loop", "branch") and not done[0]:
-                o = dataclasses.replace(o, attrs=tuple((k, block(v)) if k == "body" else (k, v) for k, v in o.attrs))
+            if not done[0]:
+                o = o.with_blocks(block)
             r = fn(o) if not done[0] else ...
             if r is ...:
                 ops.append(o)
@@ -79,8 +79,7 @@ def _tile_axis_swap(p: Program) -> Program | None:
     def block(b: Block) -> Block:
         ops = []
         for o in b.ops:
-            if o.kind in ("loop", "branch"):
-                o = dataclasses.replace(o, attrs=tuple((k, block(v)) if k == "body" else (k, v) for k, v in o.attrs))
+            o = o.with_blocks(block)
             if o.kind == "tile_id" and o.attr("axis") in (0, 1):
                 o = _set(o, axis=1 - o.attr("axis"))
             ops.append(o)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilesim.ir.ops import MMA_KINDS
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.wave.sim import SimResult
@@ -51,7 +52,7 @@ def blame(res: SimResult, name: str, bad: np.ndarray, got: np.ndarray, limit: in
     if prov is None or idx.size == 0:
         return [], ""
     producers = {op.out.id: op for op in res.program.walk()
-                 if op.out is not None and op.kind in ("mma", "mma_sparse", "mma_scaled")}
+                 if op.out is not None and op.kind in MMA_KINDS}
     lines = []
     for i, j in idx[:limit]:
         wg, wave, lane, vgpr, lo, vid = (int(x) for x in prov[i, j])

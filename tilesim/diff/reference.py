@@ -39,7 +39,7 @@ import numpy as np
 
 from tilesim.errors import TilesimError
 from tilesim.ir.core import Program
-from tilesim.ir.ops import ELEMENTWISE, KINDS, REDUCE
+from tilesim.ir.ops import ELEMENTWISE, KINDS, MMA_KINDS, REDUCE
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.numerics import quantize, tolerance
@@ -77,7 +77,7 @@ def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None,
     rtol = atol = 0.0
     k = _k_total(prog)
     for op in prog.walk():
-        if op.kind in ("mma", "mma_sparse", "mma_scaled"):
+        if op.kind in MMA_KINDS:
             row = lookup(op.attr("instr"), prog.target)
             r, a = tolerance(row, k_terms=max(1, -(-k // row.k)) if simulated else k)
             rtol, atol = max(rtol, r), max(atol, a)
@@ -125,7 +125,7 @@ _NEGATING_MODIFIERS = ("neg", "neg_hi", "abs")
 
 def _monotone(prog: Program) -> bool:
     for op in prog.walk():
-        if op.kind in ("mma", "mma_sparse") and any(m in dict(op.attr("modifiers") or ()) for m in _NEGATING_MODIFIERS):
+        if op.kind in MMA_KINDS and any(m in dict(op.attr("modifiers") or ()) for m in _NEGATING_MODIFIERS):
             return False
         if op.kind == "reduce" and REDUCE[op.attr("op")].monotone:
             continue

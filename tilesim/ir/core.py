@@ -51,12 +51,13 @@ or the code generator.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tilesim.errors import VerifyError, choices
 from tilesim.files import check_keys, strict_json
-from tilesim.ir.ops import INT_MAX, KINDS, OP_KINDS, OpError, check_attrs, valid_name
+from tilesim.ir.ops import BLOCK_KINDS, INT_MAX, KINDS, OP_KINDS, TENSOR_KINDS, OpError, check_attrs, valid_name
 from tilesim.layouts.layout import Layout
 from tilesim.layouts.render import from_json, to_json
 from tilesim.matrix.dtypes import DTYPES
@@ -94,6 +95,8 @@ class LdsLayout:
 
 
 _VALUE_KINDS = ("scalar", "frag", "lds", "none")
+# the attributes that hold a nested block (the op table's; a loop's or branch's "body")
+_BLOCK_ATTRS = frozenset(a.name for r in KINDS.values() for a in r.attrs if a.structure == "block")
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,16 @@ class Op:
     def attr(self, name: str, default: Any = None) -> Any:
         return dict(self.attrs).get(name, default)
 
+    def blocks(self) -> tuple[Block, ...]:
+        """The blocks nested in this op (a loop's or a branch's body): the op table's block attributes."""
+        return tuple(v for k, v in self.attrs if k in _BLOCK_ATTRS) if self.kind in BLOCK_KINDS else ()
+
+    def with_blocks(self, f: Callable[[Block], Block]) -> Op:
+        """This op with each nested block ``b`` replaced by ``f(b)`` (itself when it nests none)."""
+        if self.kind not in BLOCK_KINDS:
+            return self
+        return Op(self.kind, self.out, self.args, tuple((k, f(v) if k in _BLOCK_ATTRS else v) for k, v in self.attrs))
+
     def __post_init__(self) -> None:
         # every attribute against the op table (tilesim/ir/ops.py), so no op outside its vocabulary
         # exists to reach the simulator or the code generator
@@ -160,8 +173,8 @@ class Block:
         out: list[Op] = []
         for op in self.ops:
             out.append(op)
-            if op.kind in ("loop", "branch"):
-                out += op.attr("body").walk()
+            for b in op.blocks():
+                out += b.walk()
         return out
 
 
@@ -507,8 +520,8 @@ def _validate(prog: Program) -> None:
                 if v is not None:
                     check_value(v)
             _validate_op(prog, op, names)
-            if op.kind in ("loop", "branch"):
-                visit(op.attr("body"), depth + 1)
+            for inner in op.blocks():
+                visit(inner, depth + 1)
 
     visit(prog.body)
 
@@ -517,7 +530,7 @@ def _validate_op(prog: Program, op: Op, names: set[str]) -> None:
     """The attributes whose valid values depend on the program."""
     from tilesim.ir.ops import ELEMENTWISE
 
-    if op.kind in ("load", "store", "lds_copy_async") and op.attr("tensor") not in names:
+    if op.kind in TENSOR_KINDS and op.attr("tensor") not in names:
         raise OpError(f"{op.kind} of unknown tensor {ascii(op.attr('tensor'))[:80]}; tensors: "
                       f"{choices(ascii(n)[:40] for n in sorted(names))}")
     if op.kind == "tile_id" and op.attr("axis") >= len(prog.grid):

@@ -183,22 +183,13 @@ def _leaves(env: dict[str, Any], depth: int = 3) -> dict[str, tuple[Value, Any]]
     return out
 
 
-def _walk_ops(ops: Any) -> list[Op]:
-    out = []
-    for op in ops:
-        out.append(op)
-        if op.kind in ("loop", "branch"):
-            out += _walk_ops(op.attr("body").ops)
-    return out
-
-
 def _find(ops: list[Op] | tuple[Op, ...], vid: int) -> Value:
     for op in ops:
         if op.out is not None and op.out.id == vid:
             return op.out
-        if op.kind in ("loop", "branch"):
+        for b in op.blocks():
             try:
-                return _find(op.attr("body").ops, vid)
+                return _find(b.ops, vid)
             except LookupError:
                 pass
     raise LookupError(vid)
@@ -229,7 +220,7 @@ class when:  # noqa: N801 - reads as a keyword: `with ts.when(cond):`
         if exc[0] is None:
             # Python code in the branch runs on every wave: rebinding a name, list slot, dict key or
             # attribute to a value made before the branch would make it unconditional. Refuse.
-            made = {id(op.out) for op in _walk_ops(body.ops)}
+            made = {id(op.out) for op in body.walk()}
             for path, (v, _) in _leaves(self.frame.f_locals).items():
                 old = self.before.get(path)
                 if old is not None and old[0] is not v and id(t.resolve(v)) not in made:

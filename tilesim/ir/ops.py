@@ -32,6 +32,7 @@ from tilesim.targets import get_target
 
 __all__ = ["Macro", "Elementwise", "Binop", "Reduce", "Attr", "OpKind", "OpError", "ELEMENTWISE", "BINOPS", "REDUCE",
            "REDUCE_AXES", "ASYNC_COPY_BYTES", "ASYNC_WAIT_MAX", "BROADCASTS", "KINDS", "OP_KINDS",
+           "MMA_KINDS", "TENSOR_KINDS", "BLOCK_KINDS",
            "prelude_macros", "emit_refusals", "check_attrs", "INT_MAX", "PathStatus", "program_paths"]
 
 
@@ -351,6 +352,12 @@ KINDS: Mapping[str, OpKind] = _rows(
     OpKind("branch", ("int",), None, (Attr("body", structure="block"),), monotone=True),
 )
 OP_KINDS: tuple[str, ...] = tuple(KINDS)
+# Sets of kinds read off the rows, so that no other module lists them (tests/test_one_source.py scans
+# for a literal that restates one): the kinds that run a catalog row (they carry the mma attributes),
+# the kinds that name a tensor parameter, and the kinds that hold a nested block (a loop's or branch's body).
+MMA_KINDS: frozenset[str] = frozenset(k for k, r in KINDS.items() if r.attrs == _MMA_ATTRS)
+TENSOR_KINDS: frozenset[str] = frozenset(k for k, r in KINDS.items() if any(a.name == "tensor" for a in r.attrs))
+BLOCK_KINDS: frozenset[str] = frozenset(k for k, r in KINDS.items() if any(a.structure == "block" for a in r.attrs))
 
 
 def check_attrs(kind: str, attrs: tuple[tuple[str, Any], ...]) -> None:
@@ -415,7 +422,7 @@ def _emit_refusal(op: Any, prog: Any) -> str | None:
         if not v.layout.is_function():
             return ("a fragment layout where one register slot holds several elements (a broadcast) cannot be "
                     + ("moved through LDS" if k.startswith("lds") else "loaded or stored"))
-    if k in ("mma", "mma_sparse", "mma_scaled"):
+    if k in MMA_KINDS:
         return _mma_refusal(op, prog)
     return None
 

@@ -79,8 +79,8 @@ class _Trace:
         for op in ops:
             if op.out is not None:
                 self.dead[id(op.out)] = (op.out, why)
-            if op.kind in ("loop", "branch"):
-                self.kill(op.attr("body").ops, why)
+            for b in op.blocks():
+                self.kill(b.ops, why)
 
     def resolve(self, a: Value) -> Value:
         """The value a loop body holds for ``a`` (a second-trace value Python code still names)."""

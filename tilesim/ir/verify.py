@@ -38,7 +38,7 @@ from tilesim.ir.accesses import analyse
 from tilesim.ir.analysis import lds_estimate, vgpr_estimate
 from tilesim.ir.core import Op, Program, Value
 from tilesim.ir.lds_tr import op_plan
-from tilesim.ir.ops import KINDS, PathStatus, program_paths
+from tilesim.ir.ops import MMA_KINDS, TENSOR_KINDS, PathStatus, program_paths
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
@@ -127,7 +127,7 @@ def check(prog: Program, *, lds_state: bool = True) -> CheckReport:
     sources = _sources(prog)
     for i, op in enumerate(prog.walk()):
         where = f"op {i} ({op.kind})"
-        if op.kind in ("mma", "mma_sparse", "mma_scaled"):
+        if op.kind in MMA_KINDS:
             _check_mma(rep, op, prog, where, sources)
         if op.kind == "elementwise":
             _check_elementwise(rep, op, where)
@@ -135,7 +135,7 @@ def check(prog: Program, *, lds_state: bool = True) -> CheckReport:
             _check_global_type(rep, op, prog, where)
         if op.kind == "shuffle":
             _check_shuffle(rep, op, where)
-    used = {op.attr("tensor") for op in prog.walk() if any(a.name == "tensor" for a in KINDS[op.kind].attrs)}
+    used = {op.attr("tensor") for op in prog.walk() if op.kind in TENSOR_KINDS}
     for tp in prog.tensors:  # a parameter nothing reads or writes: if it was meant as an output, it stays unwritten
         if tp.name not in used:
             rep.findings.append(Finding("error", "program", f"tensor {tp.name} is a parameter that no op loads or "
