@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -386,3 +386,60 @@ def test_the_scan_sees_a_restated_kind_set(tmp_path: Path) -> None:
     (tmp_path / "tilesim" / "x.py").write_text('def f(op):\n    return op.kind in ("mma", "mma_scaled", "mma_sparse")'
                                               '\nB = ["branch", "loop"]\nS = ("load", "store")\n')
     assert kind_set_restatements(tmp_path, ("tilesim",)) == {"tilesim/x.py: MMA_KINDS", "tilesim/x.py: BLOCK_KINDS"}
+
+
+# --- instruction kinds and their mnemonic prefixes: read off the catalog ---------------------------
+# where the kinds are stated: their list, the target table (each kind is also a target feature) and the
+# catalog's rows (whose mnemonics are spelled with the prefixes). tools/ is not scanned: its Triton
+# sweeps name Triton's layout families ("mfma", "wmma", "nvmma", "blocked"), another vocabulary.
+_KINDS_STATED = ("tilesim/matrix/instruction.py", "tilesim/targets.py", "tilesim/matrix/catalog_*.py")
+
+
+def instruction_kind_lists(root: Path, dirs: tuple[str, ...] = ("tilesim", "benchmarks")) -> list[str]:
+    """Literal collections naming two or more instruction kinds, and string constants that are a kind's
+    mnemonic prefix (``"v_mfma_"``), outside the places that state them (``_KINDS_STATED``)."""
+    import ast
+
+    from tilesim.matrix.instruction import INSTRUCTION_KINDS
+
+    kinds, prefixes = set(INSTRUCTION_KINDS), {f"v_{k}_" for k in INSTRUCTION_KINDS}
+    out = []
+    for d in dirs:
+        for path in sorted((root / d).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if any(PurePosixPath(rel).match(p) for p in _KINDS_STATED):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                    elts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
+                    found = {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)} & kinds
+                    if len(found) >= 2:
+                        out.append(f"{rel}:{node.lineno}: a list of instruction kinds {sorted(found)}")
+                elif isinstance(node, ast.Constant) and node.value in prefixes:
+                    out.append(f"{rel}:{node.lineno}: a mnemonic prefix {node.value!r}")
+    return out
+
+
+def test_instruction_kinds_and_prefixes_are_listed_once() -> None:
+    """The ISA emulator tells a matrix instruction by ``v_<kind>_`` for the catalog's AMD kinds (derived,
+    tilesim/isa/matrix.py), the Gluon check names each class's kind once; nobody lists the kinds again."""
+    from tilesim.isa.matrix import AMD_KINDS, MATRIX_PREFIXES
+    from tilesim.matrix.catalog import rows
+    from tilesim.targets import get_target
+
+    # independent expectation: the AMD ISA guides' four matrix-instruction families
+    assert sorted(MATRIX_PREFIXES) == ["v_mfma_", "v_smfmac_", "v_swmmac_", "v_wmma_"]
+    for r in rows():  # every spelling clang may print is recognised by its own kind's prefix, and only AMD's
+        amd = any(get_target(t).vendor == "amd" for t in r.targets)
+        assert (r.kind in AMD_KINDS) == amd, r.mnemonic
+        assert all(s.startswith(f"v_{r.kind}_") == amd for s in (r.mnemonic, *r.spellings)), r.mnemonic
+    found = instruction_kind_lists(ROOT)
+    assert not found, "read these off tilesim/matrix/instruction.py or the catalog:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_a_list_of_instruction_kinds(tmp_path: Path) -> None:
+    (tmp_path / "tilesim" / "isa").mkdir(parents=True)
+    (tmp_path / "tilesim" / "isa" / "m.py").write_text('P = ("v_wmma_", "v_mfma_")\nif k not in ("wmma", "mfma"):\n'
+                                                      '    pass\nW = {"mfma": 64}\n')
+    assert [f.split(": ")[1] for f in instruction_kind_lists(tmp_path, ("tilesim",))] == [
+        "a mnemonic prefix 'v_wmma_'", "a mnemonic prefix 'v_mfma_'", "a list of instruction kinds ['mfma', 'wmma']"]

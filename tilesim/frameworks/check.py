@@ -44,10 +44,10 @@ __all__ = ["check_layout", "LayoutCheck", "parse_spec"]
 
 _MAX_SPEC_BYTES = 1 << 20  # a spec is a few hundred bytes; Triton's bases for a big tensor a few KB
 _MAX_DEPTH = 16  # a layout, its parent, a list of bases, a basis: 4-6 levels
-# instruction kind each Gluon class stands for, and the wave size it is written for
-_KIND = {"AMDMFMALayout": ("mfma", 64), "AMDWMMALayout": ("wmma", 32), "NVMMADistributedLayout": ("mma_sync", 32)}
-_KIND_WORDS = {"mfma": "MFMA, a wave64 CDNA instruction", "wmma": "WMMA, a wave32 RDNA/gfx1250 instruction",
-               "mma_sync": "mma.sync, an NVIDIA warp instruction"}
+# per Gluon class: the instruction kind it stands for, the wave size it is written for, and in words
+_KIND = {"AMDMFMALayout": ("mfma", 64, "MFMA, a wave64 CDNA instruction"),
+         "AMDWMMALayout": ("wmma", 32, "WMMA, a wave32 RDNA/gfx1250 instruction"),
+         "NVMMADistributedLayout": ("mma_sync", 32, "mma.sync, an NVIDIA warp instruction")}
 
 
 # --------------------------------------------------------------------------- reading a spec
@@ -315,9 +315,9 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
 
     kinds_here = {lookup(m, target.name).kind for m in instructions(target.name)}
     if kind is not None and kind not in kinds_here:
-        wave = _KIND[type(result).__name__][1]
+        _, wave, words = _KIND[type(result).__name__]
         what = f"{cls}" + (f" (parent {type(result).__name__})" if result is not obj else "")
-        return rejected(f"{what} is the layout of {_KIND_WORDS[kind]}; {target.name} "
+        return rejected(f"{what} is the layout of {words}; {target.name} "
                         f"({target.family}, default wave{target.default_wave}) has no {kind} instructions — its "
                         f"matrix path is {target.matrix_path}", wave=wave)
     notes: list[str] = []
@@ -332,9 +332,9 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
         raise LayoutError(f"{row.mnemonic} computes {row.blocks} blocks at once; check-layout compares single-block "
                           "instructions only")
     if kind is not None and row.kind != kind:
-        wave = _KIND[type(result).__name__][1]
+        _, wave, words = _KIND[type(result).__name__]
         if not (kind == "wmma" and row.kind == "swmmac"):
-            return rejected(f"{cls} is the layout of {_KIND_WORDS[kind]}; {row.mnemonic} is a {row.kind} "
+            return rejected(f"{cls} is the layout of {words}; {row.mnemonic} is a {row.kind} "
                             f"instruction (wave {'/'.join(map(str, row.wave_sizes))})", row.mnemonic, wave)
     fam = getattr(result, "arch_family", None)
     if fam and target.name not in _family_targets(fam) and target.family not in _family_targets(fam):
