@@ -21,8 +21,11 @@ A workgroup owns a ``BM x BN`` block of C (128 x 128) and walks K in slabs of ``
   Per step: ``ts.async_wait(0)`` (this wave's copy of slab ``i`` landed), ``ts.barrier()`` (every wave's
   landed, and every wave is done reading slab ``i - 1``), issue slab ``i + 1`` into the other buffer and
   commit it, then compute on slab ``i``. Still one barrier per step. ``stages=3`` keeps two copies in
-  flight (three slabs per buffer, ``ts.async_wait(1)``). AMD targets emit the copy synchronously (same
-  result; docs/guide.md).
+  flight (three slabs per buffer, ``ts.async_wait(1)``). On CDNA3/CDNA4 the copy is
+  ``global_load_lds_dword`` / gfx950's ``global_load_lds_dwordx4``, which writes lane ``l``'s bytes at one
+  LDS address + ``l * bytes``: the copy layout is then :func:`lds_order_layout` (each lane fetches the
+  global elements that land at its LDS place, the swizzle undone on the global side). Other AMD targets
+  emit the copy synchronously (same result; docs/guide.md).
 
 Variants (``CONFIGS``): NVIDIA sm_90 ``mma.sync m16n8k16`` (4 warps, 2 x 2, warp tile 64 x 64),
 CDNA3 gfx942 and CDNA4 gfx950 MFMA 16x16x16 (4 waves, 2 x 2, warp tile 64 x 64), RDNA4 gfx1201 WMMA 16x16x16
@@ -35,6 +38,7 @@ import numpy as np
 
 import tilesim as ts
 from tilesim.layouts import Layout
+from tilesim.targets import lds_dma_bytes
 
 # target -> (instruction, options)
 CONFIGS = {
@@ -63,10 +67,30 @@ def copy_layout(rows: int, cols: int, wave_size: int, vec: int = VEC) -> Layout:
                                                     "col": lane % per_row * vec + slot % vec})
 
 
+def lds_order_layout(rows: int, cols: int, wave_size: int, group: int, vec: int, per_phase: int,
+                     max_phase: int) -> Layout:
+    """A wave's strip of a slab, ``rows x cols``, for a copy instruction that writes lane ``l``'s
+    ``group`` elements at one LDS address + ``l * group`` elements (``global_load_lds``): per pass,
+    lane ``l`` owns LDS row ``l // (cols/group)``, elements ``(l % (cols/group)) * group ..`` of it, and
+    fetches the global columns the buffer's swizzle (``c ^ ((r // per_phase) % max_phase) * vec``, its
+    own inverse) stores there. Valid where the strip starts on a row that is a multiple of
+    ``per_phase * max_phase`` (the swizzle's period), as every strip of :func:`block_gemm` does."""
+    per_row = cols // group
+    if cols % group or vec % group or per_row > wave_size or wave_size % per_row or rows * cols % (wave_size * group):
+        raise ValueError(f"a {rows}x{cols} strip does not split into {wave_size}-lane passes of {group} elements")
+    rows_per_pass = wave_size // per_row
+
+    def at(lane, slot):
+        row = slot // group * rows_per_pass + lane // per_row
+        lds_col = lane % per_row * group + slot % group
+        return {"row": row, "col": lds_col ^ (row // per_phase % max_phase * vec)}
+    return Layout.from_function({"lane": wave_size, "slot": rows * cols // wave_size}, {"row": rows, "col": cols}, at)
+
+
 @ts.kernel
 def block_gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
                *, mma="v_mfma_f32_16x16x16_f16", waves_m=2, waves_n=2, tiles_m=4, tiles_n=4, BK=32, async_copy=False,
-               stages=2):
+               stages=2, lds_order=0):
     op = ts.mma_op(mma)
     nw = waves_m * waves_n
     ts.waves(nw)
@@ -82,7 +106,12 @@ def block_gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: 
     sA = ts.lds_alloc("f16", nst * BM, BK, vec=VEC, per_phase=2, max_phase=BK // VEC)
     sB = ts.lds_alloc("f16", nst * BK, BN, vec=VEC, per_phase=1, max_phase=min(8, BN // VEC))
     a_rows, b_rows = BM // nw, BK // nw
-    a_copy, b_copy = copy_layout(a_rows, BK, op.wave_size), copy_layout(b_rows, BN, op.wave_size)
+    if lds_order:  # copies whose lanes write consecutive LDS places, `lds_order` bytes each (global_load_lds)
+        g = lds_order // 2
+        a_copy = lds_order_layout(a_rows, BK, op.wave_size, g, VEC, 2, BK // VEC)
+        b_copy = lds_order_layout(b_rows, BN, op.wave_size, g, VEC, 1, min(8, BN // VEC))
+    else:
+        a_copy, b_copy = copy_layout(a_rows, BK, op.wave_size), copy_layout(b_rows, BN, op.wave_size)
 
     def stage(k, slab):  # global -> registers -> LDS slab `slab`, this wave's strips
         ga = ts.load(A[tm * BM + w * a_rows:, k:], a_copy)
@@ -131,8 +160,10 @@ def block_gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: 
 def program(target: str, M: int = 128, N: int = 128, K: int = 64, async_copy: bool = False,
             stages: int = 2) -> ts.Program:
     mma, options = CONFIGS[target]
+    # the widest direct global -> LDS load a lane of f16 groups can use (16 bytes on gfx950, 4 on gfx942)
+    dma = max((b for b in lds_dma_bytes(target) if b in (4, 16)), default=0) if async_copy else 0
     return block_gemm.specialize(target=target, M=M, N=N, K=K, mma=mma, async_copy=async_copy, stages=stages,
-                                 **options)
+                                 lds_order=dma, **options)
 
 
 def programs(M: int = 128, N: int = 128, K: int = 64) -> list[ts.Program]:

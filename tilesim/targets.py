@@ -33,6 +33,8 @@ __all__ = [
     "family_targets",
     "feature_targets",
     "has",
+    "lds_dma_bytes",
+    "LDS_DMA_BYTES",
     "occupancy",
 ]
 
@@ -64,6 +66,8 @@ FEATURES = frozenset(
         "mma_sync",
         "mma_sync_fp8",
         "cp_async",  # asynchronous global -> shared copies, cp.async + commit/wait groups (PTX ISA, sm_80+)
+        "global_load_lds",  # CDNA3+: global_load_lds_{ubyte,ushort,dword}, global -> LDS without VGPRs (LDS_DMA_BYTES)
+        "global_load_lds_b128",  # CDNA4 adds global_load_lds_dwordx3/dwordx4 (LDS_DMA_BYTES)
         "agpr",  # accumulation registers exist (CDNA)
         "wave32",
         "wave64",
@@ -187,8 +191,13 @@ def _rdna(name: str, family: str, path: str, feats: set[str], vgprs: int, **kw: 
 
 _CDNA1 = {"mfma_gfx908"}
 _CDNA2 = _CDNA1 | {"mfma_gfx90a"}
-_CDNA3 = _CDNA2 | {"mfma_gfx940", "smfmac", "xf32"}
-_CDNA4 = (_CDNA3 - {"xf32"}) | {"mfma_gfx950"}
+_CDNA3 = _CDNA2 | {"mfma_gfx940", "smfmac", "xf32", "global_load_lds"}
+_CDNA4 = (_CDNA3 - {"xf32"}) | {"mfma_gfx950", "global_load_lds_b128"}
+# bytes a lane moves per direct global -> LDS load, per feature: the sizes clang's
+# __builtin_amdgcn_global_load_lds accepts (gfx942: 1, 2, 4; gfx950 also 12, 16 -- checked by compiling,
+# tests/test_amd_async_copy.py). Each lane writes LDS at M0 + offset + lane * stride, stride = the size
+# (16 for 12: CDNA4 ISA, "Memory Buffer Load to LDS"; docs/emulator.md)
+LDS_DMA_BYTES = {"global_load_lds": (1, 2, 4), "global_load_lds_b128": (12, 16)}
 _RDNA2_DOT = {"dot2", "dp4a"}
 _RDNA3 = {"wmma", "wmma_gfx11", "dot2", "dp4a"}
 _RDNA4 = {"wmma", "wmma_gfx12", "swmmac", "dot2", "dp4a"}
@@ -335,6 +344,12 @@ def get_target(name: str | Target) -> Target:
         hint = did_you_mean(key, [*TARGETS, *_ALIASES])
         raise TargetError(f"unknown target {name!r};{hint or ''} known targets: {choices(TARGETS, limit=100)} "
                           "(codenames such as navi48 or aldebaran and product names such as MI300X are accepted)") from None
+
+
+def lds_dma_bytes(target: str | Target) -> tuple[int, ...]:
+    """Bytes per lane of the direct global -> LDS loads ``target`` has (empty: none)."""
+    feats = get_target(target).features
+    return tuple(sorted(n for f, sizes in LDS_DMA_BYTES.items() if f in feats for n in sizes))
 
 
 def has(target: str | Target, feature: str) -> bool:

@@ -9,24 +9,38 @@ address (``__cvta_generic_to_shared``), as for ``ldmatrix``. A copy whose addres
 tensor moves its elements one by one, synchronously: the same bytes, earlier, which a program
 correct under the asynchronous rules cannot tell apart.
 
-AMD (no asynchronous path emitted): the copy is a global load into registers and an LDS store,
-through the same code as ``ts.load`` + ``ts.lds_store`` (128-bit accesses where the layout allows:
-tilesim/codegen/wide.py); commit and wait emit nothing. The data lands at the copy, before the wait
-the program already has, so the result is the same.
+AMD CDNA3/CDNA4 (targets with ``global_load_lds``; sizes in ``tilesim.targets.LDS_DMA_BYTES``):
+``__builtin_amdgcn_global_load_lds(src, lds, bytes, 0, 0)``, which clang emits as ``s_mov_b32 m0`` +
+``global_load_lds_dword`` (4 bytes) or, on gfx950, ``global_load_lds_dwordx4`` (16 bytes). The
+instruction has one LDS address for the whole wave: lane ``l`` writes LDS byte ``M0 + offset + l *
+bytes`` (CDNA3/CDNA4 ISA guides, "global load LDS" / "Memory Buffer Load to LDS"). So a group is one
+instruction only where the lanes' LDS destinations are consecutive in lane order; the layout is
+checked for that at the buffer origin here (else the whole copy is synchronous), and each group is
+checked again at run time (``ballot``: every lane's offset is ``base + lane * bytes``, in bounds and
+aligned), falling back to element-by-element stores when not. Commit emits nothing (``vmcnt``
+counts instructions, not groups); ``async_wait(n)`` emits ``s_waitcnt vmcnt(0)`` for every ``n`` --
+all of this wave's copies landed, more than ``n > 0`` asks for, never less (the copies a group holds
+can vary at run time, so a count of instructions to leave in flight cannot be fixed here).
+Other AMD targets, and copies that do not fit: the copy is a global load into registers and an LDS
+store, through the same code as ``ts.load`` + ``ts.lds_store`` (128-bit accesses where the layout
+allows: tilesim/codegen/wide.py); commit and wait emit nothing. The data lands at the copy, before
+the wait the program already has, so the result is the same.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from tilesim.codegen.common import _UINT, _int
 from tilesim.ir.async_copy import copy_groups
 from tilesim.ir.core import Op, Value
 from tilesim.ir.ops import ASYNC_COPY_BYTES, ASYNC_WAIT_MAX, INT_MAX
 from tilesim.matrix.dtypes import dtype
-from tilesim.targets import has
+from tilesim.targets import has, lds_dma_bytes
 
-__all__ = ["emit_copy_async", "emit_commit", "emit_wait"]
+__all__ = ["emit_copy_async", "emit_commit", "emit_wait", "uses_lds_dma"]
 
 
 def _cp_async_form(g: Any, op: Op) -> int:
@@ -45,9 +59,35 @@ def _cp_async_form(g: Any, op: Op) -> int:
     return n
 
 
+def _lds_dma_form(g: Any, op: Op) -> int:
+    """Elements per ``global_load_lds`` instruction, or 0 (synchronous): a target without it or
+    without this size, groups the layout splits, or lanes whose LDS destinations at the buffer
+    origin are not ``base + lane * bytes`` in lane order for every group (the instruction writes
+    lane ``l`` at ``M0 + l * bytes``; the run-time check covers other origins)."""
+    buf, lay, nbytes = op.args[0], op.attr("layout"), _int(op.attr("bytes"), 4, 16, "copy bytes")
+    bits = dtype(buf.dtype).reg_bits
+    if not g.amd or nbytes not in lds_dma_bytes(g.t) or bits not in (8, 16, 32, 64):
+        return 0
+    n = nbytes * 8 // bits
+    first = copy_groups(lay, n) if n >= 1 else None
+    if first is None:
+        return 0
+    off = buf.lds.offset(first[..., 0], first[..., 1])  # [lanes, groups], at buffer origin (0, 0)
+    lanes = np.arange(first.shape[0])[:, None]
+    return n if bool((off == off[:1] + lanes * nbytes).all()) else 0
+
+
+def uses_lds_dma(g: Any) -> bool:
+    """True when some copy of the program is emitted as ``global_load_lds`` (then waits emit
+    ``s_waitcnt vmcnt``)."""
+    if not hasattr(g, "lds_dma"):  # once per generator: every wait asks
+        g.lds_dma = g.amd and any(o.kind == "lds_copy_async" and _lds_dma_form(g, o) for o in g.p.walk())
+    return bool(g.lds_dma)
+
+
 def emit_copy_async(g: Any, op: Op, d: int) -> None:
     buf, lay = op.args[0], op.attr("layout")
-    n = _cp_async_form(g, op)
+    n = _lds_dma_form(g, op) if g.amd else _cp_async_form(g, op)
     if not n:
         _synchronous(g, op, d)
         return
@@ -58,7 +98,9 @@ def emit_copy_async(g: Any, op: Op, d: int) -> None:
     arg = g.names[op.attr("tensor")]
     r0, c0, tr0, tc0 = (g.sref(a) for a in op.args[1:5])
     slots = dict(lay.in_dims)["slot"]
-    g.emit(d, f"{{  // lds_copy_async: cp.async, {nbytes} bytes a lane per instruction")
+    what = (f"global_load_lds{'_dwordx4' if nbytes == 16 else '_dword'}, lane l at LDS base + {nbytes} * l" if g.amd
+            else "cp.async")
+    g.emit(d, f"{{  // lds_copy_async: {what}, {nbytes} bytes a lane per instruction")
     ex, _ = g.slot_exprs(lay, d + 1)
     pos = [f"const int gr = {tr0} + ({ex['row']}), gc = {tc0} + ({ex['col']});",
            f"const int r = {r0} + ({ex['row']}), c = {c0} + ({ex['col']});",
@@ -70,11 +112,20 @@ def emit_copy_async(g: Any, op: Op, d: int) -> None:
     for ln in pos:
         g.emit(d + 2, ln)
     g.emit(d + 2, f"const {_UINT[bits]}* src = {arg} + (long long)gr * {cols} + gc;")
-    g.emit(d + 2, f"if (gr >= 0 && gr < {rows} && gc >= 0 && gc + {n - 1} < {cols} && "
-                  f"((unsigned long long)src % {nbytes}) == 0 && off % {nbytes} == 0) {{")
-    g.emit(d + 3, "const unsigned a = (unsigned)__cvta_generic_to_shared(ts_lds + off);")
-    form = "cg" if nbytes == 16 else "ca"  # .cg takes only 16 bytes (PTX ISA, cp.async)
-    g.emit(d + 3, f'asm volatile("cp.async.{form}.shared.global [%0], [%1], {nbytes};" :: "r"(a), "l"(src) : "memory");')
+    ok = (f"gr >= 0 && gr < {rows} && gc >= 0 && gc + {n - 1} < {cols} && "
+          f"((unsigned long long)src % {nbytes}) == 0 && off % {nbytes} == 0")
+    if g.amd:
+        # one LDS address for the wave (M0): every lane's must be base + lane * bytes
+        g.emit(d + 2, f"const int base = __builtin_amdgcn_readfirstlane(off - lane * {nbytes});")
+        g.emit(d + 2, f"if (__builtin_amdgcn_ballot_w64(!({ok} && off - lane * {nbytes} == base)) == 0) {{")
+        g.emit(d + 3, f"__builtin_amdgcn_global_load_lds((void*)src, "
+                      f"(__attribute__((address_space(3))) void*)(ts_lds + base), {nbytes}, 0, 0);")
+    else:
+        g.emit(d + 2, f"if ({ok}) {{")
+        g.emit(d + 3, "const unsigned a = (unsigned)__cvta_generic_to_shared(ts_lds + off);")
+        form = "cg" if nbytes == 16 else "ca"  # .cg takes only 16 bytes (PTX ISA, cp.async)
+        g.emit(d + 3, f'asm volatile("cp.async.{form}.shared.global [%0], [%1], {nbytes};" :: "r"(a), "l"(src) '
+                      ': "memory");')
     g.emit(d + 2, "} else {  // one element at a time, synchronously (0 outside the tensor, as a load reads)")
     g.emit(d + 3, "#pragma unroll")
     g.emit(d + 3, f"for (int s = {n} * v; s < {n} * v + {n}; ++s) {{")
@@ -101,14 +152,26 @@ def _synchronous(g: Any, op: Op, d: int) -> None:
 
 
 def emit_commit(g: Any, op: Op, d: int) -> None:
-    if g.amd or not has(g.t, "cp_async"):
+    if g.amd:
+        g.emit(d, "// async_commit: nothing to emit (AMD's vmcnt counts instructions, not groups)")
+        return
+    if not has(g.t, "cp_async"):
         g.emit(d, "// async_commit: copies are synchronous on this target")
         return
     g.emit(d, 'asm volatile("cp.async.commit_group;" ::: "memory");')
 
 
+# s_waitcnt's 16-bit immediate on gfx9 (CDNA): vmcnt bits 3:0 and 15:14, expcnt 6:4, lgkmcnt 11:8 (CDNA3
+# ISA, "S_WAITCNT"); vmcnt 0 with expcnt and lgkmcnt at their maxima waits for vector memory only
+_WAIT_VMCNT0 = 0x0F70
+
+
 def emit_wait(g: Any, op: Op, d: int) -> None:
     n = _int(op.attr("pending"), 0, ASYNC_WAIT_MAX, "async_wait pending")
+    if g.amd and uses_lds_dma(g):
+        g.emit(d, f"__builtin_amdgcn_s_waitcnt({_WAIT_VMCNT0:#06x});  // async_wait({n}): s_waitcnt vmcnt(0), "
+                  "every global_load_lds of this wave landed in LDS")
+        return
     if g.amd or not has(g.t, "cp_async"):
         g.emit(d, "// async_wait: copies are synchronous on this target")
         return

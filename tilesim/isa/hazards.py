@@ -7,6 +7,11 @@ order, so only ``lgkmcnt(0)`` retires them), gfx12 ``loadcnt``, ``dscnt`` and ``
 wait ``X(n)`` retires all but the ``n`` most recent loads of counter X (in order, as the ISA
 guides specify for VMEM loads and LDS). An instruction that reads or writes a register whose load
 is not yet retired is a hazard, reported once per (line, register) in ``result.hazards``.
+
+Direct global -> LDS loads (``global_load_lds_*``, tilesim/isa/lds_dma.py) write no register: they
+issue on ``vmcnt`` and leave their LDS bytes in flight instead, each byte remembering the issuing
+wave and the load's place on its counter; an LDS access (``ds_*``, by any wave) of a byte whose load
+that wave has not retired is a hazard, reported once per line.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ _COUNTERS = {"gfx12": {"vm": "loadcnt", "vm_store": "storecnt", "ds": "dscnt", "
 
 
 def _kind(m: str) -> str | None:
+    if m.startswith("global_load_lds_"):
+        return "vm_lds"
     if m.startswith(("global_load", "flat_load", "scratch_load", "buffer_load")):
         return "vm"
     if m.startswith(("global_store", "flat_store", "scratch_store", "buffer_store")):
@@ -60,6 +67,10 @@ class Hazards:
         self.st = st
         self.found: list[str] = []
         self._seen: set[tuple[int, str]] = set()
+        # per (workgroup, LDS byte): the wave whose global_load_lds wrote it last and that load's place
+        # on the wave's vmcnt (-1: none), made at the first such load
+        self.dma_wave = self.dma_seq = np.zeros((0, 0), np.int64)
+        self.dma_line = np.zeros((0, 0), np.int32)
 
     # ------------------------------------------------------------------ compile-time helpers
     def _regs(self, ins: Instr) -> tuple[np.ndarray, np.ndarray]:
@@ -91,13 +102,45 @@ class Hazards:
             if len(waits) > 1 and n != 0:
                 waits = []  # a combined wait packs several counts into one immediate: retire nothing
         dest = None
-        if kind is not None:
+        if kind == "vm_lds":  # issues on vmcnt; its destination is LDS bytes (lds_dma), not registers
+            dest = (self.names["vm"], np.zeros(0, np.int64), np.zeros(0, np.int64))
+        elif kind is not None:
             d = ins.operands[0] if ins.operands and kind in ("vm", "sm") or (
                 kind == "ds" and ins.mnemonic.startswith(("ds_load", "ds_read", "ds_bpermute", "ds_permute"))) else None
             dv, ds = (self._regs(Instr(ins.mnemonic, (d,), (), ins.line, ins.text)) if isinstance(d, Reg)
                       else (np.zeros(0, np.int64), np.zeros(0, np.int64)))
             dest = (self.names[kind], dv, ds)  # stores issue on their counter with nothing to wait for
         return vs, ss, dest, waits
+
+    # ------------------------------------------------------------------ LDS DMA
+    def lds_dma(self, ins: Instr, g: np.ndarray, addr: np.ndarray, wave: np.ndarray) -> None:
+        """A ``global_load_lds`` of waves ``wave`` wrote LDS bytes (``g``, ``addr``), one entry per byte;
+        called while it runs, before :meth:`after` counts it (so its place is the current count)."""
+        if self.dma_seq.size == 0:
+            shape = (int(self.st.group.max(initial=0)) + 1, self.st.lds.data.shape[1])
+            self.dma_seq, self.dma_wave = np.full(shape, -1, np.int64), np.zeros(shape, np.int64)
+            self.dma_line = np.zeros(shape, np.int32)
+        vm = self.names["vm"]
+        self.dma_seq[g, addr] = self.issued[vm][wave]
+        self.dma_wave[g, addr] = wave
+        self.dma_line[g, addr] = ins.line
+
+    def lds_access(self, ins: Instr, g: np.ndarray, addr: np.ndarray, write: bool) -> None:
+        """An LDS access of bytes (``g``, ``addr``): a hazard where a global_load_lds may still be
+        writing one (its wave's vmcnt has not retired it)."""
+        if self.dma_seq.size == 0 or addr.size == 0:
+            return
+        seq = self.dma_seq[g, addr]
+        wave = self.dma_wave[g, addr]
+        pending = (seq >= 0) & (seq >= self.done[self.names["vm"]][wave])
+        if not pending.any() or (ins.line, "lds") in self._seen or len(self.found) >= 64:
+            return
+        self._seen.add((ins.line, "lds"))
+        i = int(np.flatnonzero(pending)[0])
+        self.found.append(f"line {ins.line} `{ins.text}` {'writes' if write else 'reads'} LDS byte {int(addr[i])} "
+                          f"(workgroup {int(g[i])}) while the global_load_lds of wave {int(wave[i])} at line "
+                          f"{int(self.dma_line[g[i], addr[i]])} may still be writing it (no s_waitcnt "
+                          f"{self.names['vm']} of that wave retired it)")
 
     # ------------------------------------------------------------------ run time
     def before(self, plan: tuple, ins: Instr, sel: np.ndarray) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from tilesim.errors import InstructionError
 from tilesim.isa.asm import Imm, Instr, IsaError, Reg
+from tilesim.isa.lds_dma import compile_lds_dma, is_lds_dma
 from tilesim.isa.state import Ctx, Machine
 from tilesim.matrix.lds_transpose import TransposeRead, transpose_read
 
@@ -207,6 +208,8 @@ def compile_memory(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
     for a, b in _DS_ALIAS.items():
         if m.startswith(a):
             m = b + m[len(a):]
+    if is_lds_dma(m):  # before global_load_*: no VGPR destination, its data goes to LDS
+        return compile_lds_dma(ins, ctx, st, _imm_mod, _check_mods, _vreg)
     if m.startswith(("global_", "flat_")):
         return _global(ins, m.split("_", 1)[1], ctx, st)
     if m.startswith("scratch_"):
@@ -449,6 +452,8 @@ def _ds(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], Non
             gg = np.broadcast_to(g[:, None], cols.shape)
             lds.track(ins, gg.ravel(), cols.ravel(), np.broadcast_to(st.slot[w][:, None], cols.shape).ravel(),
                       np.broadcast_to(st.epoch[w][:, None], cols.shape).ravel(), write)
+            if st.hazards is not None:  # bytes a global_load_lds may still be writing
+                st.hazards.lds_access(ins, gg.ravel(), cols.ravel(), write)
             if write:
                 regs = [st.v[srcs[part] + k][w, ln] for k in range(per)]
                 lds.data[gg, cols] = _from_regs(regs, nbytes, how)
@@ -508,6 +513,8 @@ def _ds_transpose(ins: Instr, row: TransposeRead, ctx: Ctx, st: Machine) -> Call
         gg = np.broadcast_to(g[:, None], cols.shape)
         lds.track(ins, gg.ravel(), cols.ravel(), np.broadcast_to(st.slot[w][:, None], cols.shape).ravel(),
                   np.broadcast_to(st.epoch[w][:, None], cols.shape).ravel(), False)
+        if st.hazards is not None:
+            st.hazards.lds_access(ins, gg.ravel(), cols.ravel(), False)
         raw = lds.data[gg, cols]  # [active lanes, bytes], little-endian
         words = np.zeros((st.W, ctx.wave, nbytes // 4), np.uint64)
         words[w, ln] = np.ascontiguousarray(raw).view("<u4").astype(np.uint64)
