@@ -144,6 +144,32 @@ def _base_name(m: str, ctx: Ctx, ins: Instr) -> str:
 _Run = Callable[[np.ndarray, np.ndarray], Callable[[], None]]
 
 
+def _bitop3(ins: Instr, ctx: Ctx, st: Machine) -> _Run:
+    """gfx950 ``v_bitop3_b32 d, s0, s1, s2 bitop3:T``: each result bit is bit ``4*s0 + 2*s1 + s2`` of the
+    8-bit truth table ``T`` (CDNA4 ISA, V_BITOP3_B32), so ``T`` = 0xF0 is s0, 0xCC s1, 0xAA s2."""
+    bad = [k for k, _ in ins.mods if k != "bitop3"]
+    if bad or len(ins.operands) != 4:
+        raise ctx.err(ins, f"modifier(s) {', '.join(bad)} not modelled" if bad else "expected d, s0, s1, s2")
+    try:
+        tt = int(ins.mod("bitop3") or "0", 0)
+    except ValueError:
+        raise ctx.err(ins, "bitop3 takes an integer truth table") from None
+    if not 0 <= tt <= 255:
+        raise ctx.err(ins, f"bitop3:{tt} is not an 8-bit truth table")
+    d, *srcs = ins.operands
+    fs = [_source(x, "u32", ctx, ins, st) for x in srcs]
+    w = _dest_writer(d, "u32", ctx, ins, st)
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        a, b, c = (np.asarray(f(), dtype=_U32) for f in fs)
+        r = np.zeros(np.broadcast(a, b, c).shape, _U32)
+        for i in range(8):  # minterm i: s0 = bit 2, s1 = bit 1, s2 = bit 0 of i
+            if tt >> i & 1:
+                r |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+        return lambda: w(r, act)
+    return run
+
+
 def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
     """Compile one VALU instruction into ``run(act) -> commit``: ``run`` reads sources and computes,
     ``commit()`` writes — separated so both halves of a VOPD pair read before either writes."""
@@ -151,6 +177,8 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
         return _sdwa(ins, ctx, st)
     m = _base_name(ins.mnemonic, ctx, ins)
     dpp = _Dpp(ins, ctx, st) if ins.mnemonic.endswith("_dpp") else None
+    if m == "v_bitop3_b32" and dpp is None and not dual:
+        return _bitop3(ins, ctx, st)
     if dpp is None:
         if m not in ("v_permlane16_b32", "v_permlanex16_b32"):  # permlane checks its own op_sel
             _no_mods(ins, ctx)

@@ -1,0 +1,160 @@
+"""``ts.lds_copy_async`` on CDNA3/CDNA4 as direct global -> LDS loads (``global_load_lds_*``), and the
+ISA emulator's model of them (tilesim/isa/lds_dma.py). Not run on AMD hardware.
+
+Expectations come from outside the code under test: which copy sizes each target has from what
+clang accepts; the LDS place each lane writes from the ISA guides' formula (M0 + offset + lane *
+stride), evaluated with numpy on the kernel's inputs; the ``s_waitcnt`` immediate from the
+compiler's own printing of it; ``v_bitop3_b32`` from numpy evaluating the C expression clang
+turned into it; GEMM results from the tile simulator (itself checked against float64)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tilesim as ts
+from examples import block_gemm
+from tilesim.codegen.async_copy import _WAIT_VMCNT0
+from tilesim.codegen.hip import emit_hip
+from tilesim.errors import ToolchainError
+from tilesim.hw.offline import compile_hip
+from tilesim.isa import IsaError, emulate, emulate_program
+from tilesim.matrix.dtypes import encode, to_memory
+from tilesim.targets import lds_dma_bytes
+
+pytestmark = pytest.mark.compiler
+
+_PROBE = r'''
+extern "C" __attribute__((global)) void k(const unsigned* __restrict__ x, unsigned* __restrict__ y) {
+  __attribute__((shared)) __attribute__((aligned(16))) unsigned buf[1024];
+  const int t = __builtin_amdgcn_workitem_id_x();
+  _Pragma("unroll") for (int j = 0; j < 16; ++j) buf[t + 64 * j] = 0xdeadbeefu;
+  __builtin_amdgcn_s_waitcnt(0);
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_global_load_lds((void*)(x + PERM * SZ / 4), (__attribute__((address_space(3))) void*)((__attribute__((address_space(3))) char*)buf + BASE),
+                                   SZ, OFF, 0);
+  WAIT
+  __builtin_amdgcn_s_barrier();
+  _Pragma("unroll") for (int j = 0; j < 16; ++j) y[t + 64 * j] = buf[t + 64 * j];
+}'''
+
+
+def _probe(size: int, base: int = 0, off: int = 0, wait: bool = True) -> str:
+    return (_PROBE.replace("PERM", "((t * 13 + 5) % 64)").replace("SZ", str(size)).replace("BASE", str(base))
+            .replace("OFF", str(off)).replace("WAIT", f"__builtin_amdgcn_s_waitcnt({_WAIT_VMCNT0});" if wait else ""))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950", "gfx1201"])
+def test_the_sizes_a_target_has_are_the_ones_clang_accepts(target):
+    accepted = []
+    for size in (1, 2, 4, 8, 12, 16):
+        try:
+            compile_hip(_probe(size), target)
+            accepted.append(size)
+        except ToolchainError as e:
+            assert "size" in str(e) or "vmem-to-lds" in str(e), e
+    assert tuple(accepted) == lds_dma_bytes(target)
+
+
+def test_the_wait_immediate_is_vmcnt_0_alone():
+    src = ('extern "C" __attribute__((global)) void k() { __builtin_amdgcn_s_waitcnt(%d); }' % _WAIT_VMCNT0)
+    waits = [ln.strip() for ln in compile_hip(src, "gfx942").isa.splitlines() if "s_waitcnt" in ln]
+    assert waits == ["s_waitcnt vmcnt(0)"]
+
+
+@pytest.mark.parametrize("target,size,stride", [("gfx942", 4, 4), ("gfx950", 4, 4), ("gfx950", 16, 16)])
+@pytest.mark.parametrize("base,off", [(0, 0), (256, 16)])
+def test_each_lane_writes_m0_plus_offset_plus_lane_times_stride(target, size, stride, base, off):
+    comp = compile_hip(_probe(size, base, off), target)
+    assert f"global_load_lds_dword{'x4' if size == 16 else ''} " in comp.isa
+    x = (np.arange(64 * 4 + 64, dtype=np.uint64) * 2654435761 % (1 << 32)).astype(np.uint32)
+    out = emulate(comp, target, "k", grid=1, block=64, args=[("x", x.astype(np.uint32)),
+                                                             ("y", np.zeros(1024, np.uint32))])
+    # ISA: lane l loads `size` bytes from its address + offset and writes them at M0 + offset + l * stride
+    want = np.full(1024, 0xDEADBEEF, np.uint32)
+    words = size // 4
+    for lane in range(64):
+        src = ((lane * 13 + 5) % 64) * size // 4 + off // 4
+        dst = (base + off + lane * stride) // 4
+        want[dst: dst + words] = x[src: src + words]
+    assert np.array_equal(out.buffers["y"], want)
+    assert out.hazards == () and out.races == ()
+
+
+def test_a_read_before_the_wait_is_a_hazard():
+    comp = compile_hip(_probe(4, wait=False), "gfx942")
+    after = comp.isa.split("global_load_lds_dword", 1)[1].split("ds_read", 1)[0]
+    assert "vmcnt" not in after  # this clang inserts no wait of its own here: the read is unguarded
+    out = emulate(comp, "gfx942", "k", grid=1, block=64, args=[("x", np.zeros(128, np.uint32)),
+                                                               ("y", np.zeros(1024, np.uint32))])
+    assert any("global_load_lds of wave 0" in h and "reads LDS byte" in h for h in out.hazards), out.hazards
+
+
+def test_a_size_the_target_lacks_is_refused():
+    isa = compile_hip(_probe(4), "gfx942").isa
+    assert "global_load_lds_dword v" in isa
+    bad = re.sub(r"global_load_lds_dword (v\d+), (s\[\d+:\d+\])", r"global_load_lds_dwordx4 \1, \2", isa)
+    with pytest.raises(IsaError, match="gfx942 has no 16-byte global_load_lds"):
+        emulate(bad, "gfx942", "k", grid=1, block=64, args=[("x", np.zeros(512, np.uint32)),
+                                                            ("y", np.zeros(1024, np.uint32))])
+
+
+def test_v_bitop3_b32_is_the_truth_table_clang_encodes():
+    exprs = ["(a & b) | c", "a ^ (b & ~c)", "(a | b) & ~c", "~(a ^ b ^ c)", "(a & ~b) | (b & c)"]
+    body = "".join(f"  y[{i} * 64 + t] = {e};\n" for i, e in enumerate(exprs))
+    src = ('extern "C" __attribute__((global)) void k(const unsigned* x, unsigned* y) {\n'
+           "  const int t = __builtin_amdgcn_workitem_id_x();\n"
+           "  const unsigned a = x[t], b = x[64 + t], c = x[128 + t];\n" + body + "}")
+    comp = compile_hip(src, "gfx950")
+    assert "v_bitop3_b32" in comp.isa
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 1 << 32, 192, dtype=np.uint64).astype(np.uint32)
+    out = emulate(comp, "gfx950", "k", grid=1, block=64, args=[("x", x), ("y", np.zeros(64 * len(exprs), np.uint32))])
+    a, b, c = x[:64], x[64:128], x[128:]
+    want = np.concatenate([eval(e, {}, {"a": a, "b": b, "c": c}) for e in exprs]).astype(np.uint32)
+    assert np.array_equal(out.buffers["y"], want)
+
+
+# ---------------------------------------------------------------------------- block_gemm
+@pytest.mark.parametrize("target,mnemonic", [("gfx942", "global_load_lds_dword"), ("gfx950", "global_load_lds_dwordx4")])
+def test_block_gemm_async_copies_are_global_load_lds_and_emulate_bit_identical(target, mnemonic):
+    prog = block_gemm.program(target, 128, 128, 64, async_copy=True)
+    arrays = block_gemm.inputs(prog)
+    comp = compile_hip(emit_hip(prog).source, target)
+    assert re.search(rf"\b{mnemonic}\b", comp.isa) and comp.metadata["scratch_bytes"] == 0
+    res = emulate_program(prog, arrays)
+    assert np.array_equal(res["C"], ts.simulate(prog, **arrays)["C"])
+    assert res.hazards == () and res.races == ()
+
+
+def test_block_gemm_without_its_wait_is_a_hazard():
+    prog = block_gemm.program("gfx942", 128, 128, 64, async_copy=True)
+    em = emit_hip(prog)
+    isa = compile_hip(em.source, "gfx942").isa
+    planted = isa.replace("s_waitcnt vmcnt(0) lgkmcnt(0)\n\ts_barrier", "s_waitcnt lgkmcnt(0)\n\ts_barrier")
+    assert planted != isa
+    arrays = block_gemm.inputs(prog)
+    args = [(n, to_memory(encode(arrays[n], prog.tensor(n).dtype) if n in arrays
+                          else np.zeros(prog.tensor(n).shape, np.uint64), prog.tensor(n).dtype)) for n in em.tensors]
+    run = [emulate(text, "gfx942", em.kernel, grid=em.grid, block=em.block, args=args) for text in (isa, planted)]
+    assert run[0].hazards == ()
+    assert any("may still be writing it" in h for h in run[1].hazards)
+
+
+def test_a_copy_whose_lanes_are_not_in_lds_order_stays_synchronous_and_matches():
+    # block_gemm's register-staging copy layout: the LDS swizzle puts lanes' 16-byte units out of lane order
+    mma, options = block_gemm.CONFIGS["gfx950"]
+    prog = block_gemm.block_gemm.specialize(target="gfx950", M=128, N=128, K=64, mma=mma, async_copy=True, **options)
+    src = emit_hip(prog).source
+    assert "__builtin_amdgcn_global_load_lds" not in src and "no asynchronous copy emitted" in src
+    arrays = block_gemm.inputs(prog)
+    assert np.array_equal(emulate_program(prog, arrays)["C"], ts.simulate(prog, **arrays)["C"])
+
+
+def test_rdna_keeps_the_synchronous_copy():
+    prog = block_gemm.program("gfx1201", 128, 128, 64, async_copy=True)
+    src = emit_hip(prog).source
+    assert "__builtin_amdgcn_global_load_lds" not in src and "s_waitcnt" not in src
+    assert "global_load_lds" not in compile_hip(src, "gfx1201").isa
