@@ -53,12 +53,28 @@ def _has_nan(bits: np.ndarray, dt: str) -> bool:
     return bool(((bits & unit(mask)) > unit(inf)).any())
 
 
-def _grown(a: np.ndarray, n: int, fill: int) -> np.ndarray:
-    """``a`` with its last axis grown to ``n``, the new part ``fill`` (np.pad's result, without its
-    generic machinery: a few times faster on the race state's megabytes)."""
-    out = np.full((*a.shape[:-1], n), fill, a.dtype)
-    out[..., :a.shape[-1]] = a
+def _grown(a: np.ndarray, n: int, fill: int, rows: int | None = None) -> np.ndarray:
+    """``a`` with its last axis grown to ``n`` (and its first to ``rows``), the new part ``fill``
+    (np.pad's result, without its generic machinery: a few times faster on the race state's
+    megabytes)."""
+    out = np.full((a.shape[0] if rows is None else rows, *a.shape[1:-1], n), fill, a.dtype)
+    out[:a.shape[0], ..., :a.shape[-1]] = a
     return out
+
+
+def _origins(row0: np.ndarray, col0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(np.stack([row0, col0], 1), axis=0, return_inverse=True)``: the distinct (row,
+    col) pairs in lexicographic order and each wave's index, through one int64 key per pair (the
+    same order: row-major keys sort as the pairs do) instead of the row-wise unique's structured
+    sort, several times slower on a thousand waves."""
+    row0, col0 = row0.astype(np.int64, copy=False), col0.astype(np.int64, copy=False)
+    r0, c0 = (int(row0.min()), int(col0.min())) if row0.size else (0, 0)
+    nr, nc = (int(row0.max()) - r0 + 1, int(col0.max()) - c0 + 1) if row0.size else (1, 1)
+    if nr * nc >= 1 << 62:  # (the key would overflow)
+        origins, inv = np.unique(np.stack([row0, col0], 1), axis=0, return_inverse=True)
+        return origins, inv.reshape(-1)
+    keys, inv = np.unique((row0 - r0) * nc + (col0 - c0), return_inverse=True)
+    return np.stack([keys // nc + r0, keys % nc + c0], 1), inv.reshape(-1)
 
 
 _ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whose every byte is written
@@ -99,9 +115,10 @@ class Lds:
         self.maybe_nan = False  # only stores that moved register bits as they are (never a NaN) so far
         self.epoch = 0
         # int32 (waves and epochs fit): the race state is 4 + 4 + 4*W bytes per LDS byte of every workgroup
-        self.last_writer = np.zeros((nwg, 0), np.int32)
-        self.write_epoch = np.zeros((nwg, 0), np.int32)
-        self.read_epoch = np.zeros((nwg, W, 0), np.int32)
+        # (workgroup 0's rows only while every race pass has been workgroup 0's: _race_pass grows them)
+        self.last_writer = np.zeros((1, 0), np.int32)
+        self.write_epoch = np.zeros((1, 0), np.int32)
+        self.read_epoch = np.zeros((1, W, 0), np.int32)
         # scratch of the compiled race detector (kernels.lds_races): the op that last touched a byte, and its wave
         self.race_seen = (np.zeros((nwg, 0), np.int32), np.zeros((nwg, 0), np.int32))
         self.race_ops = 0
@@ -144,7 +161,7 @@ class Lds:
         origin and each wave's origin."""
         lay = buf.lds
         assert lay is not None
-        origins, inv = np.unique(np.stack([row0, col0], 1), axis=0, return_inverse=True)
+        origins, inv = _origins(row0, col0)
         r = origins[:, 0, None] + c.rec[None, :, 1]
         q = origins[:, 1, None] + c.rec[None, :, 2]
         if (r < 0).any() or (r >= lay.rows).any() or (q < 0).any() or (q >= lay.cols).any():
@@ -298,10 +315,15 @@ class Lds:
         if wg0:
             addr, active = addr[:self.W], active[:self.W]
         wg_of, wave_of = (self.wg_of[:self.W], self.wave_of[:self.W]) if wg0 else (self.wg_of, self.wave_of)
-        if self.last_writer.shape[1] != self.top:  # allocated since: grown once, not per lds_alloc
-            self.last_writer = _grown(self.last_writer, self.top, -1)
-            self.write_epoch = _grown(self.write_epoch, self.top, -1)
-            self.read_epoch = _grown(self.read_epoch, self.top, -1)
+        rows = 1 if wg0 else self.nwg
+        if self.last_writer.shape[1] != self.top or self.last_writer.shape[0] < rows:
+            # allocated since (grown once, not per lds_alloc), or the first pass over every
+            # workgroup: until then only workgroup 0's rows exist (the other rows, never touched,
+            # hold what they were made with)
+            rows = max(rows, self.last_writer.shape[0])
+            self.last_writer = _grown(self.last_writer, self.top, -1, rows)
+            self.write_epoch = _grown(self.write_epoch, self.top, -1, rows)
+            self.read_epoch = _grown(self.read_epoch, self.top, -1, rows)
         if self.race_seen[0].shape != self.last_writer.shape:
             shape = self.last_writer.shape
             self.race_seen = (np.full(shape, -1, np.int32), np.zeros(shape, np.int32))
