@@ -83,7 +83,7 @@ _ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whos
 class _Access:
     """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
 
-    __slots__ = ("token", "addr", "per_origin", "origin", "uniform", "aligned", "flat", "flat_slots", "width", "banks", "codec")
+    __slots__ = ("token", "addr", "per_origin", "origin", "uniform", "aligned", "flat", "flat_slots", "width", "slots_width", "wg0", "banks", "codec")
 
     def __init__(self, token: int, addr: np.ndarray, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
         self.token = token
@@ -94,7 +94,8 @@ class _Access:
         self.aligned: dict[int, bool] = {}
         self.flat: np.ndarray | None = None  # element index into the flat uint{8*eb} view of the LDS
         self.flat_slots: np.ndarray | None = None  # the same per register slot (loads)
-        self.width = -1  # the LDS row length (bytes) flat and flat_slots were computed for
+        self.width = self.slots_width = -1  # the LDS row length (bytes) flat, flat_slots were computed for
+        self.wg0: np.ndarray | None = None  # the elements workgroup 0 accesses (_wg0_elems)
         self.banks: dict[Any, tuple[int, int]] = {}
 
 
@@ -200,26 +201,28 @@ class Lds:
 
     def _bank_pass(self, acc: _Access, active: np.ndarray) -> tuple[int, int]:
         """(VGPR instructions, bank-conflict cycles) of one access: the cycles of each distinct
-        origin once, times the active waves that have it."""
+        origin once, times the active waves that have it (the origins with one such count of
+        waves summed in one pass)."""
         rows, c = acc.per_origin, acc.codec
         weight = np.bincount(acc.origin[active], minlength=rows.shape[0])
         total = 0
-        for u in np.flatnonzero(weight).tolist():
-            total += int(weight[u]) * self._bank_cycles(rows[u:u + 1], c)
+        for n in np.unique(weight[weight > 0]).tolist():
+            total += n * self._bank_cycles(rows[weight == n], c)
         return int(active.sum()) * np.unique(c.rec[:, 3]).size, total
 
     def _bank_cycles(self, addr: np.ndarray, c: Codec) -> int:
-        """Bank-conflict cycles of one wave's access ``addr[0, record]``: for each VGPR instruction
-        (the records with one ``vgpr`` value), the most distinct dwords in one bank, minus one."""
+        """Bank-conflict cycles of the waves' accesses ``addr[wave, record]``, summed: for each wave
+        and VGPR instruction (the records with one ``vgpr`` value), the most distinct dwords in
+        one bank, minus one."""
         banks = self.nbanks
-        one = np.ones(1, bool)
-        cycles = lds_bank_cycles(addr, c.rec[:, 3], banks, one)
+        cycles = lds_bank_cycles(addr, c.rec[:, 3], banks, np.ones(addr.shape[0], bool))
         if cycles is not None:
             return cycles
         total = 0
-        for vgpr in np.unique(c.rec[:, 3]):
-            dw = np.unique(addr[0, c.rec[:, 3] == vgpr] // 4)
-            total += max(int(np.bincount(dw % banks, minlength=banks).max()), 1) - 1
+        for row in addr:
+            for vgpr in np.unique(c.rec[:, 3]):
+                dw = np.unique(row[c.rec[:, 3] == vgpr] // 4)
+                total += max(int(np.bincount(dw % banks, minlength=banks).max()), 1) - 1
         return total
 
     # ------------------------------------------------------------------ races
@@ -374,8 +377,14 @@ class Lds:
         if acc.flat is None or acc.width != self.mem.shape[1] or not self.cached:  # (a later alloc grows rows)
             # (from the addresses per origin: the division on a handful of rows, not every wave's)
             acc.flat = self.wg_of[:, None] * (self.mem.shape[1] // eb) + (acc.per_origin // eb)[acc.origin]
-            acc.flat_slots, acc.width = None, self.mem.shape[1]
+            acc.width = self.mem.shape[1]
         return acc.flat
+
+    def _wg0_elems(self, acc: _Access, eb: int) -> np.ndarray:
+        """The elements (``eb`` bytes, index in a workgroup's row) workgroup 0's waves access."""
+        if acc.wg0 is None or not self.cached:
+            acc.wg0 = np.unique((acc.per_origin // eb)[np.unique(acc.origin[:self.W])])
+        return acc.wg0
 
     def _aligned(self, acc: _Access, eb: int) -> bool:
         if eb not in acc.aligned:
@@ -421,6 +430,10 @@ class Lds:
             return
         if acc.token >= 0 and active.all():
             self.marked.add(acc.token)
+        if self.cached and self._aligned(acc, eb) and active.all() and self._uniform(acc, active):
+            # the same elements in every workgroup: workgroup 0's, in every row
+            self.written.view(f"<u{eb}")[:, self._wg0_elems(acc, eb)] = _ALL_ONES[eb]
+            return
         if self._aligned(acc, eb):  # one unit per element, all its bytes 1 (0x0101...)
             flat = self._flat(acc, eb)
             self.written.view(f"<u{eb}").reshape(-1)[flat if active.all() else flat[active]] = _ALL_ONES[eb]
@@ -433,6 +446,10 @@ class Lds:
         if acc.token in self.read_ok:
             return
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
+        if acc.token >= 0 and self._aligned(acc, eb) and active.all() and self._uniform(acc, active) and (
+                self.written.view(f"<u{eb}")[:, self._wg0_elems(acc, eb)] == _ALL_ONES[eb]).all():
+            self.read_ok.add(acc.token)  # (alike in every workgroup: workgroup 0's elements, every row)
+            return
         if self._aligned(acc, eb):
             bad = self.written.view(f"<u{eb}").reshape(-1)[self._flat(acc, eb)] != _ALL_ONES[eb]
         else:
@@ -458,9 +475,11 @@ class Lds:
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         addr = acc.addr
         if self._bit_move(buf, c, acc, eb) and c._slot_plan[1] is not None:
-            flat = self._flat(acc, eb)
-            if acc.flat_slots is None:
-                acc.flat_slots = np.ascontiguousarray(flat[:, c._slot_plan[1]])
+            if acc.flat_slots is None or acc.slots_width != self.mem.shape[1] or not self.cached:
+                # (as _flat, the register slots' columns only)
+                per = (acc.per_origin // eb)[:, c._slot_plan[1]]
+                acc.flat_slots = self.wg_of[:, None] * (self.mem.shape[1] // eb) + per[acc.origin]
+                acc.slots_width = self.mem.shape[1]
             bits = self.mem.view(c._unit).reshape(-1)[acc.flat_slots]
             if not self.maybe_nan or not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
                 return c.from_slots(bits)

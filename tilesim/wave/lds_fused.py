@@ -211,6 +211,15 @@ def _row(x: np.ndarray, t: int, G: int) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(x[t if x.shape[0] > 1 else 0], (G,)))
 
 
+def _row_ids(x: np.ndarray, T: int) -> list[int]:
+    """For each iteration ``t < T`` of a ``[T or 1, G or 1]`` scalar, an id of its row of values
+    (equal ids: equal rows)."""
+    if x.shape[0] == 1:
+        return [0] * T
+    seen: dict[bytes, int] = {}
+    return [seen.setdefault(x[t].tobytes(), len(seen)) for t in range(T)]
+
+
 # ---------------------------------------------------------------------------- the walk (no state changes)
 def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) -> bool:
     """Fill ``w``'s per-iteration LDS accesses, store events and the operand loads' sources for
@@ -227,6 +236,20 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
         w.base[id(ld)] = row0 * cols + col0
     last_def: dict[int, int] = {}
     operand_ids = {id(op) for op in shape.operands}
+    # per LDS op: each iteration's (row origins, column origins) as ids of the distinct rows, and
+    # the access of each distinct pair (a k-loop has a few: the slab alternates)
+    origin_ids: dict[int, tuple[list[int], list[int]]] = {}
+    accesses: dict[tuple[int, int, int], Any] = {}
+
+    def access_at(op: Op, buf: Value, c: Any, r: Any, q: Any, t: int) -> Any:
+        ids = origin_ids.get(id(op))
+        if ids is None:
+            ids = origin_ids[id(op)] = (_row_ids(_get(w, sim, r), T), _row_ids(_get(w, sim, q), T))
+        key = (id(op), ids[0][t], ids[1][t])
+        if key not in accesses:
+            acc = lds.access(buf, c, _row(_get(w, sim, r), t, G), _row(_get(w, sim, q), t, G))
+            accesses[key] = acc if lds._aligned(acc, buf.lds.elem_bytes) else None
+        return accesses[key]
     by_buf: dict[int, list[_Store]] = {}
 
     def visit(ops: tuple[Op, ...], t: int, events: list[tuple[Op | None, Any]]) -> bool:
@@ -244,9 +267,8 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
                 buf = op.args[0]
                 v = op.args[1] if op.kind == "lds_store" else op.out
                 r, q = (op.args[2], op.args[3]) if op.kind == "lds_store" else (op.args[1], op.args[2])
-                c = sim.codec_of(v)
-                acc = lds.access(buf, c, _row(_get(w, sim, r), t, G), _row(_get(w, sim, q), t, G))
-                if not lds._aligned(acc, buf.lds.elem_bytes):
+                acc = access_at(op, buf, sim.codec_of(v), r, q, t)
+                if acc is None:
                     return False
                 events.append((op, acc))
                 if op.kind == "lds_store":
