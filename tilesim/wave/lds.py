@@ -83,11 +83,11 @@ _ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whos
 class _Access:
     """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
 
-    __slots__ = ("token", "addr", "per_origin", "origin", "uniform", "aligned", "flat", "flat_slots", "width", "slots_width", "wg0", "banks", "codec")
+    __slots__ = ("token", "_addr", "per_origin", "origin", "uniform", "aligned", "flat", "flat_slots", "width", "slots_width", "wg0", "banks", "codec")
 
-    def __init__(self, token: int, addr: np.ndarray, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
+    def __init__(self, token: int, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
         self.token = token
-        self.addr = addr
+        self._addr: np.ndarray | None = None
         self.per_origin, self.origin = per_origin, origin  # addr == per_origin[origin]
         self.uniform: bool | None = None
         self.codec = codec  # kept alive: the cache key holds its id
@@ -95,8 +95,21 @@ class _Access:
         self.flat: np.ndarray | None = None  # element index into the flat uint{8*eb} view of the LDS
         self.flat_slots: np.ndarray | None = None  # the same per register slot (loads)
         self.width = self.slots_width = -1  # the LDS row length (bytes) flat, flat_slots were computed for
-        self.wg0: np.ndarray | None = None  # the elements workgroup 0 accesses (_wg0_elems)
+        self.wg0: list[tuple[int, int]] | None = None  # the elements workgroup 0 accesses (_wg0_runs)
         self.banks: dict[Any, tuple[int, int]] = {}
+
+    @property
+    def addr(self) -> np.ndarray:
+        """``addr[g, record]`` of every wave (gathered on first use: what the cached paths need
+        comes from the addresses per origin)."""
+        if self._addr is None:
+            self._addr = self.per_origin[self.origin]
+            self._addr.setflags(write=False)
+        return self._addr
+
+    def rows(self, n: int) -> np.ndarray:
+        """``addr[:n]``: the first ``n`` waves' addresses (workgroup 0's), without the others'."""
+        return self.per_origin[self.origin[:n]] if self._addr is None else self._addr[:n]
 
 
 class Lds:
@@ -129,8 +142,8 @@ class Lds:
         self.node = 0  # the trie node of this epoch's accesses so far
         # accesses whose per-byte state update was skipped since the state was current: in every
         # workgroup, and in workgroup 0 (whose state alone a uniform epoch keeps)
-        self.pend_all: list[tuple[np.ndarray, int, bool, np.ndarray]] = []
-        self.pend_wg0: list[tuple[np.ndarray, int, bool, np.ndarray]] = []
+        self.pend_all: list[tuple[_Access, int, bool, np.ndarray]] = []
+        self.pend_wg0: list[tuple[_Access, int, bool, np.ndarray]] = []
         self.uniform = True  # every access of this epoch so far alike in every workgroup
         self.flight = InFlight(wg_of, wave_of)  # asynchronous copies not landed yet (tilesim/wave/async_copy.py)
         self.flight_seen: dict[Any, Any] = {}  # (access, copies in flight) -> what flight.check found
@@ -156,10 +169,9 @@ class Lds:
 
     # ------------------------------------------------------------------ addresses
     def _addr(self, buf: Value, c: Codec, row0: np.ndarray,
-              col0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Byte address of every (wave, record), computed once per distinct (row0, col0) origin
-        (a k-loop's waves share a handful) and gathered for the waves; also the addresses per
-        origin and each wave's origin."""
+              col0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Byte address of every record of each distinct (row0, col0) origin (a k-loop's waves
+        share a handful), and each wave's origin."""
         lay = buf.lds
         assert lay is not None
         origins, inv = _origins(row0, col0)
@@ -168,8 +180,7 @@ class Lds:
         if (r < 0).any() or (r >= lay.rows).any() or (q < 0).any() or (q >= lay.cols).any():
             raise VerifyError(f"LDS access outside the {lay.rows}x{lay.cols} buffer (row/col out of range)")
         per_origin = self.offset[buf.id] + lay.offset(r, q)
-        inv = inv.reshape(-1)
-        return per_origin[inv], per_origin, inv
+        return per_origin, inv.reshape(-1)
 
     def access(self, buf: Value, c: Codec, row0: np.ndarray, col0: np.ndarray) -> _Access:
         if not self.cached:
@@ -177,9 +188,7 @@ class Lds:
         key = (buf.id, id(c), row0.tobytes(), col0.tobytes())
         acc = self.accesses.get(key)
         if acc is None:
-            addr, per_origin, origin = self._addr(buf, c, row0, col0)
-            addr.setflags(write=False)
-            acc = self.accesses[key] = _Access(len(self.accesses), addr, per_origin, origin, c)
+            acc = self.accesses[key] = _Access(len(self.accesses), *self._addr(buf, c, row0, col0), c)
         return acc
 
     def check(self, buf: Value, acc: _Access, write: bool, active: np.ndarray) -> None:
@@ -228,26 +237,27 @@ class Lds:
     # ------------------------------------------------------------------ races
     def races(self, acc: _Access, eb: int, write: bool, what: str, active: np.ndarray) -> None:
         """Race check of an access whose elements (``eb`` bytes each) start at ``acc.addr``."""
-        self._in_flight(acc.addr, eb, write, what, active, acc.token)
+        if self.flight.pending:
+            self._in_flight(acc.addr, eb, write, what, active, acc.token)
         if self.cached:
             key = (self.node, acc.token, write, None if active.all() else active.tobytes())
             hit = self.trie.get(key)
             uniform = self.uniform and self._uniform(acc, active)
             if hit is not None:
                 self.node, got = hit
-                self.pend_all.append((acc.addr, eb, write, active))
-                self.pend_wg0.append((acc.addr, eb, write, active))
+                self.pend_all.append((acc, eb, write, active))
+                self.pend_wg0.append((acc, eb, write, active))
             else:
                 if uniform:  # every workgroup the same: workgroup 0's races, once per workgroup
-                    for p in self.pend_wg0:
-                        self._race_pass(*p, wg0=True)
+                    for a, *p in self.pend_wg0:
+                        self._race_pass(a.rows(self.W), *p, wg0=True)
                     self.pend_wg0 = []
-                    n, *first = self._race_pass(acc.addr, eb, write, active, wg0=True)
+                    n, *first = self._race_pass(acc.rows(self.W), eb, write, active, wg0=True)
                     got = (n * self.nwg, *first)  # type: ignore[assignment]
-                    self.pend_all.append((acc.addr, eb, write, active))
+                    self.pend_all.append((acc, eb, write, active))
                 else:
-                    for p in self.pend_all:  # bring the per-byte state up to date first
-                        self._race_pass(*p)
+                    for a, *p in self.pend_all:  # bring the per-byte state up to date first
+                        self._race_pass(a.addr, *p)
                     self.pend_all, self.pend_wg0 = [], []
                     got = self._race_pass(acc.addr, eb, write, active)
                 self.node = len(self.trie) + 1
@@ -262,8 +272,8 @@ class Lds:
         pending cached passes are applied first, then this one in full; the epoch's path in the
         cache restarts at a fresh node, so no later access matches a path that skipped it."""
         self._in_flight(addr, eb, write, what, active)
-        for p in self.pend_all:
-            self._race_pass(*p)
+        for a, *p in self.pend_all:
+            self._race_pass(a.addr, *p)
         self.pend_all, self.pend_wg0 = [], []
         got = self._race_pass(addr, eb, write, active)
         if self.cached:
@@ -380,10 +390,18 @@ class Lds:
             acc.width = self.mem.shape[1]
         return acc.flat
 
-    def _wg0_elems(self, acc: _Access, eb: int) -> np.ndarray:
-        """The elements (``eb`` bytes, index in a workgroup's row) workgroup 0's waves access."""
-        if acc.wg0 is None or not self.cached:
-            acc.wg0 = np.unique((acc.per_origin // eb)[np.unique(acc.origin[:self.W])])
+    def _few_runs(self, acc: _Access, eb: int, active: np.ndarray) -> bool:
+        """Whether ``acc`` is alike in every workgroup and workgroup 0's elements form a few runs."""
+        return self._uniform(acc, active) and len(self._wg0_runs(acc, eb)) <= 8
+
+    def _wg0_runs(self, acc: _Access, eb: int) -> list[tuple[int, int]]:
+        """The elements (``eb`` bytes, index in a workgroup's row) workgroup 0's waves access, as
+        runs ``lo:hi`` of consecutive elements (a slab's rows: one or a few runs; column slices
+        of every workgroup's row are far faster than a gather or scatter of the same elements)."""
+        if acc.wg0 is None:
+            e = np.unique((acc.per_origin // eb)[np.unique(acc.origin[:self.W])])
+            cut = np.flatnonzero(np.diff(e) != 1) + 1
+            acc.wg0 = list(zip(e[np.r_[0, cut]].tolist(), (e[np.r_[cut - 1, e.size - 1]] + 1).tolist()))
         return acc.wg0
 
     def _aligned(self, acc: _Access, eb: int) -> bool:
@@ -399,7 +417,6 @@ class Lds:
     def store(self, buf: Value, c: Codec, regs: np.ndarray, acc: _Access, active: np.ndarray,
               src_dtype: str | None = None) -> None:
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
-        addr = acc.addr
         self._mark(acc, eb, active)
         if self._bit_move(buf, c, acc, eb):
             bits = np.take(c.slot_view(regs), c.slots, axis=-1)  # per record, in the element's width
@@ -414,7 +431,7 @@ class Lds:
         src = src_dtype or c.dt.name  # the fragment's type, cast to the buffer's (numerics.cast)
         bits = encode(cast(c.decode(regs), src, buf.dtype), buf.dtype)  # type: ignore[arg-type]
         self.maybe_nan = True
-        act = active
+        act, addr = active, acc.addr
         if self._aligned(acc, eb):  # aligned elements: one store per element, same bytes
             unit = np.dtype(f"uint{8 * eb}")
             self.mem.view(unit)[self.wg_of[act][:, None], addr[act] // eb] = bits[act].astype(unit)
@@ -430,9 +447,11 @@ class Lds:
             return
         if acc.token >= 0 and active.all():
             self.marked.add(acc.token)
-        if self.cached and self._aligned(acc, eb) and active.all() and self._uniform(acc, active):
+        if self.cached and self._aligned(acc, eb) and active.all() and self._few_runs(acc, eb, active):
             # the same elements in every workgroup: workgroup 0's, in every row
-            self.written.view(f"<u{eb}")[:, self._wg0_elems(acc, eb)] = _ALL_ONES[eb]
+            units = self.written.view(f"<u{eb}")
+            for lo, hi in self._wg0_runs(acc, eb):
+                units[:, lo:hi] = _ALL_ONES[eb]
             return
         if self._aligned(acc, eb):  # one unit per element, all its bytes 1 (0x0101...)
             flat = self._flat(acc, eb)
@@ -446,8 +465,8 @@ class Lds:
         if acc.token in self.read_ok:
             return
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
-        if acc.token >= 0 and self._aligned(acc, eb) and active.all() and self._uniform(acc, active) and (
-                self.written.view(f"<u{eb}")[:, self._wg0_elems(acc, eb)] == _ALL_ONES[eb]).all():
+        if acc.token >= 0 and self._aligned(acc, eb) and active.all() and self._few_runs(acc, eb, active) and all(
+                (self.written.view(f"<u{eb}")[:, lo:hi] == _ALL_ONES[eb]).all() for lo, hi in self._wg0_runs(acc, eb)):
             self.read_ok.add(acc.token)  # (alike in every workgroup: workgroup 0's elements, every row)
             return
         if self._aligned(acc, eb):
@@ -473,7 +492,6 @@ class Lds:
     def load(self, buf: Value, c: Codec, acc: _Access) -> np.ndarray:
         """The register image an lds_load of every wave (active or not) reads."""
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
-        addr = acc.addr
         if self._bit_move(buf, c, acc, eb) and c._slot_plan[1] is not None:
             if acc.flat_slots is None or acc.slots_width != self.mem.shape[1] or not self.cached:
                 # (as _flat, the register slots' columns only)
@@ -483,6 +501,7 @@ class Lds:
             bits = self.mem.view(c._unit).reshape(-1)[acc.flat_slots]
             if not self.maybe_nan or not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
                 return c.from_slots(bits)
+        addr = acc.addr
         if self._aligned(acc, eb):  # aligned elements: read each as one unit
             bits = self.mem.view(np.dtype(f"uint{8 * eb}"))[self.wg_of[:, None], addr // eb].astype(np.uint64)
         else:

@@ -386,8 +386,8 @@ def _coverage(sim: LdsLoopHost, s: Any, l: Any, eb: int) -> tuple[np.ndarray, in
         alike = lds._uniform(s, sim.active) and lds._uniform(l, sim.active)
         n = lds.W if alike else sim.G
         width = lds.mem.shape[1] // eb
-        fs = (sim.wg_of[:n, None] * width + s.addr[:n] // eb).reshape(-1)
-        fl = sim.wg_of[:n, None] * width + l.addr[:n] // eb
+        fs = (sim.wg_of[:n, None] * width + s.rows(n) // eb).reshape(-1)
+        fl = sim.wg_of[:n, None] * width + l.rows(n) // eb
         scratch = memo.get(("scratch", n, width))
         if scratch is None:  # (workgroup 0's elements only, for alike accesses)
             scratch = memo[("scratch", n, width)] = np.full((1 if alike else lds.nwg) * width, -1, np.int64)
