@@ -77,6 +77,10 @@ def _origins(row0: np.ndarray, col0: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.stack([keys // nc + r0, keys % nc + c0], 1), inv.reshape(-1)
 
 
+def _what(buf: Value, write: bool) -> str:
+    return f"lds_store to %{buf.id}" if write else f"lds_load from %{buf.id}"
+
+
 _ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whose every byte is written
 
 
@@ -117,6 +121,9 @@ class Lds:
                  target: str, rep: Any) -> None:
         self.nwg, self.W, self.wg_of, self.wave_of = nwg, W, wg_of, wave_of
         self.G = wg_of.size
+        self.all_waves = np.ones(self.G, bool)
+        # (the caches' workgroup-0 shortcuts take the waves as blocks of W per workgroup, in order)
+        assert np.array_equal(wg_of, np.repeat(np.arange(nwg), W)), "waves are not in workgroup order"
         self.nbanks, self.limit, self.target, self.rep = banks, limit, target, rep
         self.offset: dict[int, int] = {}
         self.top = 0
@@ -147,6 +154,7 @@ class Lds:
         self.uniform = True  # every access of this epoch so far alike in every workgroup
         self.flight = InFlight(wg_of, wave_of)  # asynchronous copies not landed yet (tilesim/wave/async_copy.py)
         self.flight_seen: dict[Any, Any] = {}  # (access, copies in flight) -> what flight.check found
+        self.epochs: dict[Any, list[Any]] = {}  # an epoch's (token, write) from its start -> its findings (check_epoch())
 
     # ------------------------------------------------------------------ allocation
     def alloc(self, buf: Value) -> None:
@@ -194,19 +202,54 @@ class Lds:
     def check(self, buf: Value, acc: _Access, write: bool, active: np.ndarray) -> None:
         """The bank count and race check of one ``lds_store`` (``write``) or ``lds_load`` of ``buf``."""
         self.banks(acc, active)
-        what = f"lds_store to %{buf.id}" if write else f"lds_load from %{buf.id}"
-        self.races(acc, buf.lds.elem_bytes, write, what, active)  # type: ignore[union-attr]
+        self.races(acc, buf.lds.elem_bytes, write, _what(buf, write), active)  # type: ignore[union-attr]
+
+    def check_epoch(self, events: list[tuple[Value, _Access, bool]], active: np.ndarray, barrier: bool = True) -> None:
+        """Of each ``(buffer, access, write)`` in order: ``check``, then ``_mark`` (a store) or
+        ``unwritten_reads`` (a load); then ``barrier()`` (``barrier``): the ops one by one. When the
+        accesses start an epoch (none since the last barrier, no copy in flight) and repeat one
+        checked from its start before, each race lookup would find that epoch's path in the trie
+        and return what it found, and the bank counts are per access: that epoch's findings are
+        reported again without the lookups (a k-loop's steps: one lookup per distinct step)."""
+        key = None
+        if barrier and self.cached and self.node == 0 and not self.flight.pending and active.all():
+            key = tuple((acc.token, write) for _, acc, write in events)
+        seen = self.epochs.get(key) if key is not None else None
+        found = []
+        for i, (buf, acc, write) in enumerate(events):
+            eb = buf.lds.elem_bytes  # type: ignore[union-attr]
+            if seen is None:
+                b, r = self._banks_of(acc, active), self._races_of(acc, eb, write, _what(buf, write), active)
+                found.append((b, r))
+            else:
+                b, r = seen[i]
+            self.rep.lds_accesses += b[0]
+            self.rep.lds_bank_conflict_cycles += b[1]
+            if r[0]:
+                self._report(r, _what(buf, write))
+            if write:
+                self._mark(acc, eb, active)
+            else:
+                self.unwritten_reads(buf, acc, active)
+        if key is not None and seen is None:
+            self.epochs[key] = found
+        if barrier:
+            self.barrier()
 
     # ------------------------------------------------------------------ banks
     def banks(self, acc: _Access, active: np.ndarray) -> None:
+        got = self._banks_of(acc, active)
+        self.rep.lds_accesses += got[0]
+        self.rep.lds_bank_conflict_cycles += got[1]
+
+    def _banks_of(self, acc: _Access, active: np.ndarray) -> tuple[int, int]:
         key = None if active.all() else active.tobytes()
         got = acc.banks.get(key) if self.cached else None
         if got is None:
             got = self._bank_pass(acc, active)
             if self.cached:
                 acc.banks[key] = got
-        self.rep.lds_accesses += got[0]
-        self.rep.lds_bank_conflict_cycles += got[1]
+        return got
 
     def _bank_pass(self, acc: _Access, active: np.ndarray) -> tuple[int, int]:
         """(VGPR instructions, bank-conflict cycles) of one access: the cycles of each distinct
@@ -237,6 +280,11 @@ class Lds:
     # ------------------------------------------------------------------ races
     def races(self, acc: _Access, eb: int, write: bool, what: str, active: np.ndarray) -> None:
         """Race check of an access whose elements (``eb`` bytes each) start at ``acc.addr``."""
+        self._report(self._races_of(acc, eb, write, what, active), what)
+
+    def _races_of(self, acc: _Access, eb: int, write: bool, what: str,
+                  active: np.ndarray) -> tuple[int, int, int, int, int, bool]:
+        """``races``' findings, not reported (those of copies in flight are)."""
         if self.flight.pending:
             self._in_flight(acc.addr, eb, write, what, active, acc.token)
         if self.cached:
@@ -265,7 +313,7 @@ class Lds:
             self.uniform = uniform
         else:
             got = self._race_pass(acc.addr, eb, write, active)
-        self._report(got, what)
+        return got
 
     def races_at(self, addr: np.ndarray, eb: int, write: bool, what: str, active: np.ndarray) -> None:
         """Race check of an access the cache does not know (a transpose read's per-lane addresses):
@@ -386,9 +434,18 @@ class Lds:
     def _flat(self, acc: _Access, eb: int) -> np.ndarray:
         if acc.flat is None or acc.width != self.mem.shape[1] or not self.cached:  # (a later alloc grows rows)
             # (from the addresses per origin: the division on a handful of rows, not every wave's)
-            acc.flat = self.wg_of[:, None] * (self.mem.shape[1] // eb) + (acc.per_origin // eb)[acc.origin]
-            acc.width = self.mem.shape[1]
+            acc.flat, acc.width = self._per_wave(acc, acc.per_origin // eb, eb), self.mem.shape[1]
         return acc.flat
+
+    def _per_wave(self, acc: _Access, elems: np.ndarray, eb: int) -> np.ndarray:
+        """``wg_of[:, None] * row + elems[acc.origin]``: the flat index into the LDS's ``eb``-byte
+        view of each wave's elements ``elems[origin, k]`` of its workgroup's row; for an access
+        alike in every workgroup, workgroup 0's waves' rows offset per workgroup (no gather
+        over every wave)."""
+        row = self.mem.shape[1] // eb
+        if self.cached and self._uniform(acc, self.all_waves):
+            return ((np.arange(self.nwg) * row)[:, None, None] + elems[acc.origin[:self.W]]).reshape(self.G, -1)
+        return self.wg_of[:, None] * row + elems[acc.origin]
 
     def _few_runs(self, acc: _Access, eb: int, active: np.ndarray) -> bool:
         """Whether ``acc`` is alike in every workgroup and workgroup 0's elements form a few runs."""
@@ -495,8 +552,7 @@ class Lds:
         if self._bit_move(buf, c, acc, eb) and c._slot_plan[1] is not None:
             if acc.flat_slots is None or acc.slots_width != self.mem.shape[1] or not self.cached:
                 # (as _flat, the register slots' columns only)
-                per = (acc.per_origin // eb)[:, c._slot_plan[1]]
-                acc.flat_slots = self.wg_of[:, None] * (self.mem.shape[1] // eb) + per[acc.origin]
+                acc.flat_slots = self._per_wave(acc, (acc.per_origin // eb)[:, c._slot_plan[1]], eb)
                 acc.slots_width = self.mem.shape[1]
             bits = self.mem.view(c._unit).reshape(-1)[acc.flat_slots]
             if not self.maybe_nan or not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]

@@ -555,16 +555,16 @@ def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: ran
         if steps.size:
             sim.count_transactions(ld.attr("tensor"), sim.codec_of(ld.out), w.base[id(ld)][steps],
                                    bool(ld.attr("transpose")))
+    # as op_lds_store / op_lds_load and op_barrier: the checks, the written-bytes mask and its reads
+    events: list[tuple[Value, Any, bool]] = []
     for t in fused:
         for op, acc in w.steps[t]:
             if op is None:
-                lds.barrier()
-            else:  # as op_lds_store / op_lds_load: the checks, the written-bytes mask and its reads
-                lds.check(op.args[0], acc, op.kind == "lds_store", sim.active)
-                if op.kind == "lds_store":
-                    lds._mark(acc, op.args[0].lds.elem_bytes, sim.active)
-                else:
-                    lds.unwritten_reads(op.args[0], acc, sim.active)
+                lds.check_epoch(events, sim.active)
+                events = []
+            else:
+                events.append((op.args[0], acc, op.kind == "lds_store"))
+    lds.check_epoch(events, sim.active, barrier=False)
     # the LDS bytes: every fused store a later fused store of the same access does not overwrite
     last = {}
     for i, ev in enumerate(w.stores):
