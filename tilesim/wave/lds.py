@@ -87,7 +87,8 @@ _ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whos
 class _Access:
     """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
 
-    __slots__ = ("token", "_addr", "per_origin", "origin", "uniform", "aligned", "flat", "flat_slots", "width", "slots_width", "wg0", "banks", "codec")
+    __slots__ = ("_addr", "aligned", "banks", "codec", "flat", "flat_slots", "origin", "per_origin", "slots_width",
+                 "token", "uniform", "wg0", "width")
 
     def __init__(self, token: int, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
         self.token = token
@@ -154,7 +155,7 @@ class Lds:
         self.uniform = True  # every access of this epoch so far alike in every workgroup
         self.flight = InFlight(wg_of, wave_of)  # asynchronous copies not landed yet (tilesim/wave/async_copy.py)
         self.flight_seen: dict[Any, Any] = {}  # (access, copies in flight) -> what flight.check found
-        self.epochs: dict[Any, list[Any]] = {}  # an epoch's (token, write) from its start -> its findings (check_epoch())
+        self.epochs: dict[Any, list[Any]] = {}  # (token, write) of an epoch from its start -> findings (check_epoch)
 
     # ------------------------------------------------------------------ allocation
     def alloc(self, buf: Value) -> None:
