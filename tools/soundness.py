@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import seed as hseed  # noqa: E402
 
 import tilesim as ts  # noqa: E402
@@ -97,6 +97,9 @@ def off(got: Any, ref: Any, tol: tuple[float, float]) -> bool:
     return bool((bad & ~(np.isnan(got) & np.isnan(ref))).any())
 
 
+# The reference's own epilogue ops, written here and not read from the op table (an oracle independent of
+# the code it judges); a drawn case using an op it lacks is not judged (random_gemms), so a row added to the
+# table needs no edit here, only its expected values in tests/test_ops.py.
 _APPLY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "neg": lambda x, _: -x}
 
 
@@ -275,6 +278,7 @@ def random_gemms(camp: Campaign, n: int) -> None:
 
     @given(tile_cases(max_tiles=2, max_k_steps=2))
     def go(case):
+        assume(all(name in _APPLY for name, _ in case.epilogue))
         k_steps = case.program.tensor("A").shape[1] // case.instruction.k
         ref = {"C": gemm_reference(case.instruction, case.epilogue, k_steps, case.inputs["A"], case.inputs["B"])}
         what = f"random {case!r}"
