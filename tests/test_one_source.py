@@ -443,3 +443,47 @@ def test_the_scan_sees_a_list_of_instruction_kinds(tmp_path: Path) -> None:
                                                       '    pass\nW = {"mfma": 64}\n')
     assert [f.split(": ")[1] for f in instruction_kind_lists(tmp_path, ("tilesim",))] == [
         "a mnemonic prefix 'v_wmma_'", "a mnemonic prefix 'v_mfma_'", "a list of instruction kinds ['mfma', 'wmma']"]
+
+
+# --- the DSL's names: listed in tilesim/ir/dsl.py only -------------------------------------------------
+_REEXPORTS = ("tilesim/__init__.py", "tilesim/ir/__init__.py")
+
+
+def dsl_name_restatements(root: Path, files: tuple[str, ...] = _REEXPORTS) -> list[str]:
+    """Names of the DSL (``tilesim.ir.dsl.__all__``) written again, as an imported name or a string,
+    in the modules that re-export them (they star-import the DSL and add its ``__all__``)."""
+    import ast
+
+    from tilesim.ir import dsl
+
+    names = set(dsl.__all__) - {"Program"}
+    out = []
+    for rel in files:
+        for node in ast.walk(ast.parse((root / rel).read_text())):
+            if isinstance(node, ast.ImportFrom):
+                out += [f"{rel}:{node.lineno}: imports {a.name}" for a in node.names if a.name in names]
+            elif isinstance(node, ast.Constant) and node.value in names:
+                out.append(f"{rel}:{node.lineno}: names {node.value!r}")
+    return out
+
+
+def test_the_dsl_names_are_listed_once() -> None:
+    """A DSL function added to tilesim/ir/dsl.py's ``__all__`` is ``ts.<name>`` and ``tilesim.ir.<name>``
+    with no second edit: the package and tilesim.ir re-export the DSL's list."""
+    import tilesim
+    import tilesim.ir
+    from tilesim.ir import dsl
+
+    assert not dsl_name_restatements(ROOT)
+    # independent expectation: the DSL calls the examples and docs/guide.md use, and ts.exp from the op table
+    public = {"kernel", "Tensor", "load", "store", "mma", "mma_op", "zeros", "range", "when", "lds_alloc", "exp"}
+    assert public <= set(tilesim.__all__) and public <= set(tilesim.ir.__all__)
+    assert set(dsl.__all__) <= set(tilesim.ir.__all__)
+    assert set(dsl.__all__) - set(tilesim.__all__) == set(dsl.TYPES) == {"Kernel", "MmaOp", "Frag", "Scalar"}
+    assert all(getattr(tilesim, n) is getattr(dsl, n) for n in tilesim.__all__ if n in dsl.__all__)
+
+
+def test_the_scan_sees_a_relisted_dsl_name(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text('from tilesim.ir.dsl import load, mma_op as m\n__all__ = ["zeros", "Layout"]\n')
+    assert dsl_name_restatements(tmp_path, ("m.py",)) == ["m.py:1: imports load", "m.py:1: imports mma_op",
+                                                          "m.py:2: names 'zeros'"]

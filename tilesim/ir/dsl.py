@@ -55,10 +55,13 @@ from tilesim.matrix.scale import SCALE_FORMATS
 from tilesim.matrix.sparse import meta_layout, values_layout
 from tilesim.matrix.lds_transpose import select_transpose_read, transpose_read
 
-__all__ = ["Tensor", "kernel", "Kernel", "mma_op", "MmaOp", "grid", "waves", "tile_id", "wave_id", "zeros", "load",
+# The DSL's names, listed here only: tilesim.ir exports all of them, tilesim (``ts.load``, ...) all but the
+# value types (TYPES); + one function per ELEMENTWISE row (below).
+TYPES = ("Kernel", "MmaOp", "Frag", "Scalar")
+__all__ = ["Tensor", "kernel", "mma_op", "grid", "waves", "tile_id", "wave_id", "zeros", "load",
            "load_row", "load_col", "store", "mma", "range", "when", "lds_alloc", "lds_store", "lds_load", "lds_load_tr", "barrier", "lds_copy_async",
            "async_commit", "async_wait", "cast", "convert",
-           "shuffle", "reduce", "elementwise", "Frag", "Scalar"]  # + one function per ELEMENTWISE row (below)
+           "shuffle", "reduce", "elementwise", *TYPES]
 
 
 # ---------------------------------------------------------------------------- fragments
