@@ -191,9 +191,8 @@ class _Static:
         if bool(((r_act + rr.min() >= 0) & (r_act + rr.max() < rows) & (c_act + cc.min() >= 0)
                  & (c_act + cc.max() < cols)).all()):  # every lane in bounds: the flat indices in one step
             if store:
-                self.stores.append(_Store(self.op_index.get(id(op), -1), name, (r_act * cols + c_act)[:, None]
-                                          + (rr * cols + cc)[None, :], g, np.stack([r_act, c_act], 1), v,
-                                          bool(op.attr("transpose")), False, self.epoch))
+                self.stores.append(_Store(self.op_index.get(id(op), -1), name, None, g, np.stack([r_act, c_act], 1),
+                                          v, bool(op.attr("transpose")), False, self.epoch, cols))  # flat: lazily
             return
         R, C = r_act[:, None] + rr, c_act[:, None] + cc
         ok = (R >= 0) & (R < rows) & (C >= 0) & (C < cols)
@@ -208,7 +207,8 @@ class _Static:
         if store:
             flat = np.where(ok, R * cols + C, -1)
             self.stores.append(_Store(self.op_index.get(id(op), -1), name, flat, g,
-                                      np.stack([r_act, c_act], 1), v, bool(op.attr("transpose")), True, self.epoch))
+                                      np.stack([r_act, c_act], 1), v, bool(op.attr("transpose")), True, self.epoch,
+                                      cols))
 
     def _output_load(self, op: Op, name: str, rr: np.ndarray, cc: np.ndarray, r0s: np.ndarray, c0s: np.ndarray,
                      lead: tuple[int, ...], active: np.ndarray) -> None:

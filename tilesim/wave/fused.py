@@ -70,6 +70,7 @@ class LoopHost(Protocol):
     def op_binop(self, op: Op) -> None: ...
 
 _SCALAR_OPS = ("const", "binop")
+_SCALAR_CHUNK = 1 << 17  # (iteration, wave) pairs of the scalar arithmetic evaluated at once (memory)
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,14 @@ def run_fused_loop(sim: LoopHost, loop: Op, iters: list[int]) -> int:
     for opnd in (plan.a, plan.b):  # int32 where the offsets fit (peak memory)
         size = sim.tensors[opnd.load.attr("tensor")].size
         bases[opnd.load.out.id] = np.empty((T, sim.G), np.int32 if size < 2**31 // 64 else np.int64)
-    for t, it in enumerate(fused):  # scalar index arithmetic, exactly as the step-by-step loop computes it
-        sim.scal[loop.out.id] = np.full(sim.G, it, np.int64)
+    # scalar index arithmetic, exactly as the step-by-step loop computes it, for a chunk of iterations
+    # at once: the loop counter is an [iterations, G] array, and each const/binop is elementwise, so
+    # each (iteration, wave) entry is the value that iteration's own pass computes (the last
+    # iteration's step-by-step pass then leaves every body scalar as the step-by-step loop would)
+    step = max(1, _SCALAR_CHUNK // sim.G)
+    for t0 in range(0, T, step):
+        its = np.asarray(fused[t0:t0 + step], np.int64)
+        sim.scal[loop.out.id] = np.repeat(its[:, None], sim.G, axis=1)
         for op in plan.scalar_ops:
             getattr(sim, "op_" + op.kind)(op)
         for opnd in (plan.a, plan.b):
@@ -199,7 +206,7 @@ def run_fused_loop(sim: LoopHost, loop: Op, iters: list[int]) -> int:
             row0, col0 = sim.scalar(ld.args[0]), sim.scalar(ld.args[1])
             if not sim.in_bounds(name, opnd.decl, row0, col0, tr):
                 return 0
-            bases[ld.out.id][t] = row0 * sim.tensors[name].shape[1] + col0
+            bases[ld.out.id][t0:t0 + its.size] = row0 * sim.tensors[name].shape[1] + col0
     init = sim.regs.raw(plan.init.id)
     if isinstance(init, TileImage) and init.tile is not None and init.zero:
         acc = np.zeros((sim.G, plan.hw_c.rows, plan.hw_c.cols), np.float32)  # all-zero registers: +0.0

@@ -30,6 +30,7 @@ from tilesim.budget import check_program
 from tilesim.errors import CheckWarning, TilesimError, VerifyError
 from tilesim.targets import get_target
 from tilesim.ir.analysis import vgpr_estimate
+from tilesim.ir.footprint import lattice
 from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.ops import BINOPS, ELEMENTWISE, REDUCE
 from tilesim.ir.verify import check_errors, structure
@@ -52,7 +53,7 @@ from tilesim.wave.result import Report, SimResult
 __all__ = ["simulate", "SimResult", "Report"]
 
 _SEG = 64  # bytes per global memory transaction
-_STORE_CHUNK = 1 << 13  # a fast store writes this many elements at a time (peak memory)
+_STORE_CHUNK = 1 << 16  # a fast store writes this many elements at a time (peak memory: 0.5 MiB of indices)
 
 
 class _Sim:
@@ -321,7 +322,17 @@ class _Sim:
         # an f32 tile into an f32 tensor: cast() rounds f32 values to f32, so every value but a NaN
         # (whose signalling bit the float64 round trip sets) is stored as it is, without float64
         same = elem is not None and dtype(v.dtype).name == dtype(tdt).name == "f32" and t.dtype == np.float32
-        for g0 in range(0, self.G, step):
+        tiles = self._tiles(name, c, row0, col0, tr)
+        if same and tiles is not None and self._tile_order(c, tr, elem, img.tile.shape[1:], tiles[2:]) \
+                and t.flags.c_contiguous and not np.isnan(img.tile).any():
+            # disjoint windows that are whole tiles laid out as the accumulator's tile: one block copy
+            # (the same writes; no element is written twice, so their order does not matter)
+            ti, tj, h, w = tiles
+            t.reshape(t.shape[0] // h, h, t.shape[1] // w, w)[ti, :, tj, :] = img.tile.reshape(-1, h, w)
+            g_start = self.G  # (nothing left for the loop below)
+        else:
+            g_start = 0
+        for g0 in range(g_start, self.G, step):
             g1 = min(self.G, g0 + step)
             flat = (base[g0:g1, None] + off[None, :]).reshape(-1)
             if same:
@@ -338,7 +349,7 @@ class _Sim:
         prov = self._prov(name)
         rec = c.rec[:, [4, 3, 5]]
         if name not in self.writes:
-            if prov.record_windows(base, off, self.wg_of, self.wave_of, rec, v.id):
+            if prov.record_windows(base, off, self.wg_of, self.wave_of, rec, v.id, tiles):
                 return  # every element written at most once so far: the counts are the written mask
             earlier = prov.counts()
             self.writes[name] = (earlier if earlier is not None else np.zeros(t.shape, np.int64)).astype(np.uint8)
@@ -361,6 +372,28 @@ class _Sim:
             key = flat if c.memo["distinct"] else np.unique(
                 np.repeat(np.arange(g0, g1), R) * t.size + flat) % t.size
             np.add.at(counts.reshape(-1), key, 1)  # (no tensor-sized temporary)
+
+    def _tiles(self, name: str, c: Codec, row0: np.ndarray, col0: np.ndarray,
+               tr: bool) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+        """An in-bounds store's windows as :func:`~tilesim.ir.footprint.lattice` tiles, when no two
+        waves' windows are the same tile (so no element is written twice); else None."""
+        tr_, tc_ = (2, 1) if tr else (1, 2)
+        shape = self.tensors[name].shape
+        lat = lattice(c.rec[:, tr_], c.rec[:, tc_], row0, col0, shape)
+        if lat is None:
+            return None
+        ti, tj, h, w = lat
+        return lat if np.bincount(ti * (shape[1] // w) + tj).max(initial=0) <= 1 else None
+
+    @staticmethod
+    def _tile_order(c: Codec, tr: bool, elem: np.ndarray, tile_shape: tuple[int, ...], hw: tuple[int, int]) -> bool:
+        """Whether record ``r`` of a store through ``c`` writes tile element ``elem[r]`` at its place in
+        an ``h x w`` window (row-major), the tile being ``h x w``: then the tile is the window."""
+        if tuple(tile_shape) != tuple(hw):
+            return False
+        tr_, tc_ = (2, 1) if tr else (1, 2)
+        rr, cc = c.rec[:, tr_], c.rec[:, tc_]
+        return bool(np.array_equal(elem, (rr - rr.min()) * hw[1] + (cc - cc.min())))
 
     def _counts64(self, name: str) -> np.ndarray:
         """The tensor's write counts as int64 (a general-path store adds to them)."""

@@ -38,16 +38,27 @@ def tensor_storage(a: np.ndarray, dt: Any, *, borrow: bool) -> np.ndarray:
     d = dtype(dt)
     if not _native(d):
         return quantize(a, d).astype(np.float64)
-    if borrow and a.dtype == d.np and a.flags.c_contiguous and not np.isnan(a).any():
-        v = a.view()
-        v.flags.writeable = False
-        return v
+    if a.dtype == d.np and not _has_nan(a):  # already its values (the borrowed view's reasoning)
+        if not borrow:
+            return np.array(a, order="C")  # a copy: the store writes into it
+        if a.flags.c_contiguous:
+            v = a.view()
+            v.flags.writeable = False
+            return v
     out = np.empty(a.shape, d.np)
     src, dst = a.reshape(-1), out.reshape(-1)
     for i in range(0, src.size, _CHUNK):
         with np.errstate(over="ignore", invalid="ignore"):
             dst[i:i + _CHUNK] = quantize(src[i:i + _CHUNK], d)
     return out
+
+
+def _has_nan(a: np.ndarray) -> bool:
+    """Whether a float array holds a NaN; float16 from its bits (numpy's isnan converts every f16
+    value first: 5x slower)."""
+    if a.dtype == np.float16:
+        return bool(((a.view(np.uint16) & 0x7FFF) > 0x7C00).any())
+    return bool(np.isnan(a).any())
 
 
 def tensor_bits(t: np.ndarray, dt: Any) -> np.ndarray:
