@@ -487,3 +487,43 @@ def test_the_scan_sees_a_relisted_dsl_name(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text('from tilesim.ir.dsl import load, mma_op as m\n__all__ = ["zeros", "Layout"]\n')
     assert dsl_name_restatements(tmp_path, ("m.py",)) == ["m.py:1: imports load", "m.py:1: imports mma_op",
                                                           "m.py:2: names 'zeros'"]
+
+
+# --- fp8 flavours: what each means is said once (tilesim/matrix/dtypes.py) -----------------------------
+def fp8_flavour_texts(root: Path) -> list[str]:
+    """String constants (f-string parts too) outside tilesim/matrix/dtypes.py that describe an fp8
+    flavour's format (an exponent bias of e4m3/e5m2): check and port each kept one until 0.8.0."""
+    import ast
+
+    out = []
+    for path in sorted((root / "tilesim").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel == "tilesim/matrix/dtypes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(
+                    r"e[45]m[23] bias \d", node.value):
+                out.append(f"{rel}:{node.lineno}: {node.value[:60]!r}")
+    return out
+
+
+def test_fp8_flavours_are_described_once(tmp_path: Path) -> None:
+    import tilesim as ts
+    from tilesim.matrix.dtypes import FP8_FLAVOURS, fp8_clash
+
+    sys.path.append(str(ROOT))
+    from examples import fp8_gemm
+
+    assert not fp8_flavour_texts(ROOT)
+    # independent: e4m3 0x40 is 2^(8 - bias) = 2.0 with OCP's bias 7, 1.0 with FNUZ's 8; 0x80 is FNUZ's only
+    # NaN and OCP's -0 (CDNA3 ISA §7.1.3, OCP 8-bit FP spec v1.0)
+    assert fp8_clash("fnuz", "ocp") == "0x40 is 1.0 FNUZ but 2.0 OCP; 0x80 is NaN FNUZ but -0 OCP"
+    prog = fp8_gemm.KERNELS["fp8_ocp"].specialize(target="gfx942", M=16, N=16, K=32, mma="v_mfma_f32_16x16x32_fp8_fp8")
+    errs = [str(f) for f in ts.check(prog).errors]
+    assert any(FP8_FLAVOURS["ocp"] in e and FP8_FLAVOURS["fnuz"] in e and fp8_clash("ocp", "fnuz") in e for e in errs)
+    with pytest.raises(ts.PortError) as e:
+        ts.port(fp8_gemm.KERNELS["fp8_fnuz"].specialize(target="gfx942", M=16, N=16, K=32), "gfx1201")
+    assert FP8_FLAVOURS["fnuz"] in str(e.value) and fp8_clash("fnuz", "ocp") in str(e.value)
+    (tmp_path / "tilesim").mkdir()
+    (tmp_path / "tilesim" / "p.py").write_text('M = {"ocp": f"OCP (e4m3 bias 7, {x})"}\n')
+    assert fp8_flavour_texts(tmp_path) == ["tilesim/p.py:1: 'OCP (e4m3 bias 7, '"]

@@ -46,6 +46,7 @@ from tilesim.ir.core import Block, Op, Program, Value
 from tilesim.ir.verify import check
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import instructions, lookup
+from tilesim.matrix.dtypes import FP8_FLAVOURS, fp8_clash, fp8_flavour
 from tilesim.matrix.explain import explain
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.numerics import signed_types
@@ -56,11 +57,6 @@ __all__ = ["port", "Port", "PortError", "MapChange"]
 
 _MAX_TRIES = 4  # candidate instructions tried before giving up (each try simulates both programs)
 
-# What each fp8 flavour means, for the refusal message (CDNA3 ISA §7.1.3; OCP 8-bit FP spec v1.0).
-_FP8_MEANING = {
-    "fnuz": "FNUZ (e4m3 bias 8 / e5m2 bias 16, no infinities, NaN only at 0x80)",
-    "ocp": "OCP (e4m3 bias 7, NaN at 0x7f/0xff, 0x80 = -0; e5m2 with infinities)",
-}
 
 
 class PortError(TilesimError):
@@ -158,21 +154,15 @@ def _fmt_types(types: tuple[str, ...]) -> str:
 def _no_instruction(src: Program, src_row: MatrixInstruction, want: tuple[str, ...], target: str, wave: int) -> str:
     have = [lookup(m, target) for m in instructions(target)]
     have = [r for r in have if _usable(r, wave)]
-    fnuz = [t for t in want[:2] if t.endswith("_fnuz")]
-    ocp_twins = {t.replace("_fnuz", "_ocp") for t in fnuz}
     reads = sorted({f"{r.types[0]} x {r.types[1]} + {r.types[2]}" for r in have})
-    if fnuz and any(ocp_twins & set(r.types[:2]) for r in have):
-        return (f"{src_row.mnemonic} on {src.target} reads {', '.join(sorted(set(fnuz)))}: fp8 "
-                f"{_FP8_MEANING['fnuz']}; {target} has only {_FP8_MEANING['ocp']} fp8, where the same byte is a "
-                "different number (0x40 is 1.0 FNUZ but 2.0 OCP; 0x80 is NaN FNUZ but -0 OCP), so no program on "
-                f"{target} computes the same result; {target} reads: {choices(reads)}")
-    ocp = [t for t in want[:2] if t.endswith("_ocp")]
-    fnuz_twins = {t.replace("_ocp", "_fnuz") for t in ocp}
-    if ocp and any(fnuz_twins & set(r.types[:2]) for r in have):
-        return (f"{src_row.mnemonic} on {src.target} reads {', '.join(sorted(set(ocp)))}: fp8 {_FP8_MEANING['ocp']}; "
-                f"{target} has only {_FP8_MEANING['fnuz']} fp8, where the same byte is a different number (0x40 is "
-                f"2.0 OCP but 1.0 FNUZ; 0x80 is -0 OCP but NaN FNUZ), so no program on {target} computes the same "
-                f"result; {target} reads: {choices(reads)}")
+    for flav, other in ((f, o) for f in FP8_FLAVOURS for o in FP8_FLAVOURS if o != f):
+        mine = [t for t in want[:2] if fp8_flavour(t) == flav]
+        twins = {f"{t.rpartition('_')[0]}_{other}" for t in mine}  # the same format of the other flavour
+        if mine and any(twins & set(r.types[:2]) for r in have):
+            return (f"{src_row.mnemonic} on {src.target} reads {', '.join(sorted(set(mine)))}: fp8 "
+                    f"{FP8_FLAVOURS[flav]}; {target} has only {FP8_FLAVOURS[other]} fp8, where the same byte is a "
+                    f"different number ({fp8_clash(flav, other)}), so no program on {target} computes the same "
+                    f"result; {target} reads: {choices(reads)}")
     if not have:
         return f"{target} has no single-block matrix instruction for wave{wave}"
     return (f"{target} has no wave{wave} matrix instruction reading {_fmt_types(want)} (as {src_row.mnemonic} on "
@@ -188,7 +178,7 @@ def _candidates(src: Program, src_row: MatrixInstruction, want: tuple[str, ...],
                             f"{row.blocks}, sparse {row.sparse}, waves {list(row.wave_sizes)})")
         mods = _realisations(row, want)
         if mods is None:
-            if any(t.endswith("_fnuz") for t in want[:2]):
+            if any(fp8_flavour(t) == "fnuz" for t in want[:2]):
                 raise PortError(f"cannot port {src.name} to {row.mnemonic} on {target}: "
                                 + _no_instruction(src, src_row, want, target, wave))
             raise PortError(f"{row.mnemonic} on {target} reads {_fmt_types(_types(row, {}))} but {src_row.mnemonic} "

@@ -42,7 +42,7 @@ from tilesim.ir.ops import MMA_KINDS, TENSOR_KINDS, PathStatus, program_paths
 from tilesim.layouts.compare import compare_layouts
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import lookup
-from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.dtypes import FP8_FLAVOURS, dtype, fp8_clash, fp8_flavour
 from tilesim.matrix.instruction import LAYOUT_MODIFIERS, SCALE_FORMAT_MODIFIERS
 from tilesim.matrix.numerics import format_types, signed_types
 from tilesim.matrix.scale import SCALE_DTYPES
@@ -503,11 +503,6 @@ def _check_sparse(rep: CheckReport, op: Op, prog: Program, row: Any, mods: dict[
             rep.findings.append(Finding("error", at, "; ".join(diff)))
 
 
-# What each fp8 flavour means (CDNA3 ISA §7.1.3 "fp8 and bf8"; OCP 8-bit FP spec v1.0).
-_FLAVOUR = {"fnuz": "FNUZ (e4m3 bias 8 / e5m2 bias 16, NaN only at 0x80)",
-            "ocp": "OCP (e4m3 bias 7 / e5m2 bias 15, 0x80 = -0)"}
-
-
 def _type_trap(row: Any, name: str, v: Value, have: Any, want: Any, neg: int, prog: Program, tensor: str | None) -> str:
     """Why an operand's element type is not what the instruction reads, in the user's terms."""
     what = f"tensor {tensor} ({have.name})" if tensor else f"fragment {v.short()} ({have.name})"
@@ -524,12 +519,12 @@ def _type_trap(row: Any, name: str, v: Value, have: Any, want: Any, neg: int, pr
         return (f"{what} is read as {want.name} by {row.mnemonic}: "
                 + (f"negative values read as 2^{want.bits} + v" if have.kind == "int" else
                    f"values >= 2^{want.bits - 1} read as negative") + "; use a tensor of the instruction's type")
-    flav = {n: n.rsplit("_", 1)[-1] for n in (have.name, want.name) if n.endswith(("_fnuz", "_ocp"))}
-    if len(flav) == 2 and flav[have.name] != flav[want.name]:
+    fh, fw = fp8_flavour(have.name), fp8_flavour(want.name)
+    if fh and fw and fh != fw:
         t = get_target(prog.target)
-        return (f"{what} is fp8 {_FLAVOUR[flav[have.name]]}, but {row.mnemonic} on {t.name} (an fp8 "
-                f"{(t.fp8 or flav[want.name]).upper()} target) reads {want.name}, {_FLAVOUR[flav[want.name]]}: the "
-                "same byte is a different number (0x40 is 2.0 OCP, 1.0 FNUZ); declare the tensor "
+        return (f"{what} is fp8 {FP8_FLAVOURS[fh]}, but {row.mnemonic} on {t.name} (an fp8 "
+                f"{(t.fp8 or fw).upper()} target) reads {want.name}, {FP8_FLAVOURS[fw]}: the "
+                f"same byte is a different number ({fp8_clash(fh, fw)}); declare the tensor "
                 f"{want.name} or convert it")
     return (f"{what} but {row.mnemonic} reads {name} as {want.name}: the same {want.reg_bits}-bit patterns mean "
             f"other numbers; ts.cast to {want.name}")

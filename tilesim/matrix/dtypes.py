@@ -17,7 +17,7 @@ import numpy as np
 from tilesim.errors import ModifierError, choices
 
 __all__ = ["DType", "DTYPES", "dtype", "encode", "encode_bits", "decode", "fp8_for", "to_memory", "from_memory",
-           "memory_unit"]
+           "memory_unit", "FP8_FLAVOURS", "fp8_flavour", "fp8_clash"]
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,38 @@ def dtype(name: str | DType) -> DType:
         raise ModifierError(f"unknown element type {name!r}; known types: {choices(DTYPES)}") from None
 
 
+# What each fp8 flavour means (CDNA3 ISA §7.1.3 "fp8 and bf8"; OCP 8-bit FP spec v1.0), in the words check's
+# and port's refusals use; a target's ``fp8`` field names one, the types are ``fp8_<flavour>``/``bf8_<flavour>``.
+FP8_FLAVOURS: dict[str, str] = {
+    "fnuz": "FNUZ (e4m3 bias 8 / e5m2 bias 16, no infinities, NaN only at 0x80)",
+    "ocp": "OCP (e4m3 bias 7 / e5m2 bias 15, NaN at 0x7f/0xff, 0x80 = -0; e5m2 with infinities)",
+}
+
+
 def fp8_for(flavour: str | None, wide_exponent: bool) -> DType:
     """``fp8``/``bf8`` of a target's flavour (``"fnuz"`` or ``"ocp"``)."""
-    if flavour not in ("fnuz", "ocp"):
-        raise ModifierError(f"target has no fp8 (flavour {flavour!r}); fp8 flavours: fnuz, ocp")
+    if flavour not in FP8_FLAVOURS:
+        raise ModifierError(f"target has no fp8 (flavour {flavour!r}); fp8 flavours: {choices(FP8_FLAVOURS)}")
     return DTYPES[("bf8_" if wide_exponent else "fp8_") + flavour]
+
+
+def fp8_flavour(name: str) -> str | None:
+    """The flavour of an fp8/bf8 type's name (``bf8_fnuz`` -> ``"fnuz"``); None for every other type."""
+    flavour = name.rpartition("_")[2]
+    return flavour if flavour in FP8_FLAVOURS and name in DTYPES else None
+
+
+def fp8_clash(have: str, want: str) -> str:
+    """What the same bytes are as e4m3 of flavour ``have`` and of ``want`` (decoded, e.g. ``0x40 is 1.0 FNUZ
+    but 2.0 OCP``): why a tensor of one flavour cannot feed an instruction reading the other."""
+    def num(x: float) -> str:
+        return "NaN" if np.isnan(x) else "-0" if x == 0 and np.signbit(x) else f"{x:.1f}"
+
+    out = []
+    for byte in (0x40, 0x80):
+        a, b = (float(decode(np.uint8(byte), fp8_for(f, False))) for f in (have, want))
+        out.append(f"0x{byte:02x} is {num(a)} {have.upper()} but {num(b)} {want.upper()}")
+    return "; ".join(out)
 
 
 def _uint_of(bits: int) -> np.dtype:
