@@ -33,8 +33,9 @@ extern "C" __attribute__((global)) void k(const unsigned* __restrict__ x, unsign
   _Pragma("unroll") for (int j = 0; j < 16; ++j) buf[t + 64 * j] = 0xdeadbeefu;
   __builtin_amdgcn_s_waitcnt(0);
   __builtin_amdgcn_s_barrier();
-  __builtin_amdgcn_global_load_lds((void*)(x + PERM * SZ / 4), (__attribute__((address_space(3))) void*)((__attribute__((address_space(3))) char*)buf + BASE),
-                                   SZ, OFF, 0);
+  typedef __attribute__((address_space(3))) char lds_char;
+  typedef __attribute__((address_space(3))) void lds_void;
+  __builtin_amdgcn_global_load_lds((void*)(x + PERM * SZ / 4), (lds_void*)((lds_char*)buf + BASE), SZ, OFF, 0);
   WAIT
   __builtin_amdgcn_s_barrier();
   _Pragma("unroll") for (int j = 0; j < 16; ++j) y[t + 64 * j] = buf[t + 64 * j];
@@ -59,7 +60,7 @@ def test_the_sizes_a_target_has_are_the_ones_clang_accepts(target):
 
 
 def test_the_wait_immediate_is_vmcnt_0_alone():
-    src = ('extern "C" __attribute__((global)) void k() { __builtin_amdgcn_s_waitcnt(%d); }' % _WAIT_VMCNT0)
+    src = f'extern "C" __attribute__((global)) void k() {{ __builtin_amdgcn_s_waitcnt({_WAIT_VMCNT0}); }}'
     waits = [ln.strip() for ln in compile_hip(src, "gfx942").isa.splitlines() if "s_waitcnt" in ln]
     assert waits == ["s_waitcnt vmcnt(0)"]
 
@@ -118,7 +119,8 @@ def test_v_bitop3_b32_is_the_truth_table_clang_encodes():
 
 
 # ---------------------------------------------------------------------------- block_gemm
-@pytest.mark.parametrize("target,mnemonic", [("gfx942", "global_load_lds_dword"), ("gfx950", "global_load_lds_dwordx4")])
+@pytest.mark.parametrize("target,mnemonic", [("gfx942", "global_load_lds_dword"),
+                                             ("gfx950", "global_load_lds_dwordx4")])
 def test_block_gemm_async_copies_are_global_load_lds_and_emulate_bit_identical(target, mnemonic):
     prog = block_gemm.program(target, 128, 128, 64, async_copy=True)
     arrays = block_gemm.inputs(prog)
@@ -158,3 +160,37 @@ def test_rdna_keeps_the_synchronous_copy():
     src = emit_hip(prog).source
     assert "__builtin_amdgcn_global_load_lds" not in src and "s_waitcnt" not in src
     assert "global_load_lds" not in compile_hip(src, "gfx1201").isa
+
+
+@ts.kernel
+def _staged(A: ts.Tensor["f32", "M", "K"], C: ts.Tensor["f32", "M", "K"], *, row0=0, group=4):
+    ts.grid(1)
+    s = ts.lds_alloc("f32", 32, 32, vec=8, per_phase=2, max_phase=4)
+    lay = block_gemm.lds_order_layout(16, 32, 64, group, 8, 2, 4)  # lanes in LDS order at rows 0, 8, 16, ...
+    ts.lds_copy_async(s, row0, 0, A[0:, 0:], lay)
+    ts.async_commit()
+    ts.async_wait(0)
+    ts.barrier()
+    ts.store(C[0:, 0:], ts.lds_load(s, row0, 0, lay))
+
+
+@pytest.mark.parametrize("target,group", [("gfx942", 1), ("gfx950", 4)])  # f32: 4 and 16 bytes a lane
+@pytest.mark.parametrize("row0", [0, 8, 2, 5])
+def test_the_run_time_condition_takes_the_direct_copy_only_in_lane_order(target, group, row0):
+    """Rows 2 and 5 shift the swizzle's phase under the lanes: their LDS places leave lane order, so the
+    condition is false (clang folds it: no global_load_lds left) and the copy goes element by element."""
+    prog = _staged.specialize(target=target, M=16, K=32, row0=row0, group=group)
+    X = (np.arange(16 * 32) * 1.25 - 99).astype(np.float32).reshape(16, 32)
+    assert ts.check(prog).ok
+    isa = compile_hip(emit_hip(prog).source, target).isa
+    assert ("global_load_lds" in isa) == (row0 % 8 == 0)
+    res = emulate_program(prog, {"A": X})
+    assert np.array_equal(res["C"], X) and np.array_equal(ts.simulate(prog, A=X)["C"], X)
+    assert res.hazards == () and res.races == ()
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_block_gemm_async_at_4096_keeps_the_direct_copies_and_does_not_spill(target):
+    comp = compile_hip(emit_hip(block_gemm.program(target, 4096, 4096, 4096, async_copy=True)).source, target)
+    assert comp.isa.count("global_load_lds_dword") == {"gfx942": 32, "gfx950": 8}[target]
+    assert comp.metadata["scratch_bytes"] == 0

@@ -14,10 +14,14 @@ AMD CDNA3/CDNA4 (targets with ``global_load_lds``; sizes in ``tilesim.targets.LD
 ``global_load_lds_dword`` (4 bytes) or, on gfx950, ``global_load_lds_dwordx4`` (16 bytes). The
 instruction has one LDS address for the whole wave: lane ``l`` writes LDS byte ``M0 + offset + l *
 bytes`` (CDNA3/CDNA4 ISA guides, "global load LDS" / "Memory Buffer Load to LDS"). So a group is one
-instruction only where the lanes' LDS destinations are consecutive in lane order; the layout is
-checked for that at the buffer origin here (else the whole copy is synchronous), and each group is
-checked again at run time (``ballot``: every lane's offset is ``base + lane * bytes``, in bounds and
-aligned), falling back to element-by-element stores when not. Commit emits nothing (``vmcnt``
+instruction only where the lanes' LDS destinations are consecutive in lane order. That is decided
+on the layout at the buffer origin here (else the copy is synchronous); at run time one wave-uniform
+(scalar) condition carries it to the actual origin -- buffer row a multiple of the swizzle's period,
+column a multiple of a power of two above the tile's columns and swizzle values (then every LDS place
+moves by the same amount), tile inside the tensor, tensor base and column aligned -- and when it
+fails the copy goes element by element, in a loop kept rolled so that none of its addresses is
+hoisted out of the k-loop to stay live (a per-lane check with an unrolled fallback cost gfx950's
+block_gemm 191 VGPRs against 128 without copies; this form 133). Commit emits nothing (``vmcnt``
 counts instructions, not groups); ``async_wait(n)`` emits ``s_waitcnt vmcnt(0)`` for every ``n`` --
 all of this wave's copies landed, more than ``n > 0`` asks for, never less (the copies a group holds
 can vary at run time, so a count of instructions to leave in flight cannot be fixed here).
@@ -61,20 +65,37 @@ def _cp_async_form(g: Any, op: Op) -> int:
 
 def _lds_dma_form(g: Any, op: Op) -> int:
     """Elements per ``global_load_lds`` instruction, or 0 (synchronous): a target without it or
-    without this size, groups the layout splits, or lanes whose LDS destinations at the buffer
-    origin are not ``base + lane * bytes`` in lane order for every group (the instruction writes
-    lane ``l`` at ``M0 + l * bytes``; the run-time check covers other origins)."""
+    without this size, groups the layout splits or starts off a multiple of the group, or lanes
+    whose LDS places at the buffer origin are not ``base + lane * bytes`` in lane order, ``bytes``-
+    aligned, for every group (the instruction writes lane ``l`` at ``M0 + l * bytes``)."""
     buf, lay, nbytes = op.args[0], op.attr("layout"), _int(op.attr("bytes"), 4, 16, "copy bytes")
     bits = dtype(buf.dtype).reg_bits
     if not g.amd or nbytes not in lds_dma_bytes(g.t) or bits not in (8, 16, 32, 64):
         return 0
     n = nbytes * 8 // bits
     first = copy_groups(lay, n) if n >= 1 else None
-    if first is None:
+    rows, cols = g.p.tensor(op.attr("tensor")).shape
+    if first is None or (first[..., 1] % n).any() or cols % n or rows * cols >= 1 << 31:  # 32-bit lane offsets
         return 0
-    off = buf.lds.offset(first[..., 0], first[..., 1])  # [lanes, groups], at buffer origin (0, 0)
+    off = _origin_offsets(buf.lds, first)
     lanes = np.arange(first.shape[0])[:, None]
-    return n if bool((off == off[:1] + lanes * nbytes).all()) else 0
+    return n if bool((off == off[:1] + lanes * nbytes).all() and not (off[0] % nbytes).any()) else 0
+
+
+def _origin_offsets(lds: Any, first: np.ndarray) -> np.ndarray:
+    """LDS byte offsets ``[lanes, groups]`` of each group's first element, the copy at buffer (0, 0)."""
+    return np.asarray(lds.offset(first[..., 0], first[..., 1]), np.int64)
+
+
+def _periods(lds: Any, lay: Any) -> tuple[int, int]:
+    """(row period, column period) of buffer origins at which every LDS place of the copy moves by the
+    same amount as the origin: rows a multiple of the swizzle's period keep each row's phase; a
+    column that is a multiple of a power of two above every tile column and swizzle value is only
+    added by ``c ^ swizzle`` (its bits do not meet theirs)."""
+    if lds.max_phase <= 1:
+        return 1, 1
+    top = max(int(dict(lay.out_dims)["col"]), (lds.max_phase - 1) * lds.vec + 1)
+    return lds.per_phase * lds.max_phase, 1 << (top - 1).bit_length()
 
 
 def uses_lds_dma(g: Any) -> bool:
@@ -86,8 +107,14 @@ def uses_lds_dma(g: Any) -> bool:
 
 
 def emit_copy_async(g: Any, op: Op, d: int) -> None:
+    if g.amd:
+        if _lds_dma_form(g, op):
+            _emit_lds_dma(g, op, d)
+        else:
+            _synchronous(g, op, d)
+        return
     buf, lay = op.args[0], op.attr("layout")
-    n = _lds_dma_form(g, op) if g.amd else _cp_async_form(g, op)
+    n = _cp_async_form(g, op)
     if not n:
         _synchronous(g, op, d)
         return
@@ -98,9 +125,7 @@ def emit_copy_async(g: Any, op: Op, d: int) -> None:
     arg = g.names[op.attr("tensor")]
     r0, c0, tr0, tc0 = (g.sref(a) for a in op.args[1:5])
     slots = dict(lay.in_dims)["slot"]
-    what = (f"global_load_lds{'_dwordx4' if nbytes == 16 else '_dword'}, lane l at LDS base + {nbytes} * l" if g.amd
-            else "cp.async")
-    g.emit(d, f"{{  // lds_copy_async: {what}, {nbytes} bytes a lane per instruction")
+    g.emit(d, f"{{  // lds_copy_async: cp.async, {nbytes} bytes a lane per instruction")
     ex, _ = g.slot_exprs(lay, d + 1)
     pos = [f"const int gr = {tr0} + ({ex['row']}), gc = {tc0} + ({ex['col']});",
            f"const int r = {r0} + ({ex['row']}), c = {c0} + ({ex['col']});",
@@ -112,20 +137,11 @@ def emit_copy_async(g: Any, op: Op, d: int) -> None:
     for ln in pos:
         g.emit(d + 2, ln)
     g.emit(d + 2, f"const {_UINT[bits]}* src = {arg} + (long long)gr * {cols} + gc;")
-    ok = (f"gr >= 0 && gr < {rows} && gc >= 0 && gc + {n - 1} < {cols} && "
-          f"((unsigned long long)src % {nbytes}) == 0 && off % {nbytes} == 0")
-    if g.amd:
-        # one LDS address for the wave (M0): every lane's must be base + lane * bytes
-        g.emit(d + 2, f"const int base = __builtin_amdgcn_readfirstlane(off - lane * {nbytes});")
-        g.emit(d + 2, f"if (__builtin_amdgcn_ballot_w64(!({ok} && off - lane * {nbytes} == base)) == 0) {{")
-        g.emit(d + 3, f"__builtin_amdgcn_global_load_lds((void*)src, "
-                      f"(__attribute__((address_space(3))) void*)(ts_lds + base), {nbytes}, 0, 0);")
-    else:
-        g.emit(d + 2, f"if ({ok}) {{")
-        g.emit(d + 3, "const unsigned a = (unsigned)__cvta_generic_to_shared(ts_lds + off);")
-        form = "cg" if nbytes == 16 else "ca"  # .cg takes only 16 bytes (PTX ISA, cp.async)
-        g.emit(d + 3, f'asm volatile("cp.async.{form}.shared.global [%0], [%1], {nbytes};" :: "r"(a), "l"(src) '
-                      ': "memory");')
+    g.emit(d + 2, f"if (gr >= 0 && gr < {rows} && gc >= 0 && gc + {n - 1} < {cols} && "
+                  f"((unsigned long long)src % {nbytes}) == 0 && off % {nbytes} == 0) {{")
+    g.emit(d + 3, "const unsigned a = (unsigned)__cvta_generic_to_shared(ts_lds + off);")
+    form = "cg" if nbytes == 16 else "ca"  # .cg takes only 16 bytes (PTX ISA, cp.async)
+    g.emit(d + 3, f'asm volatile("cp.async.{form}.shared.global [%0], [%1], {nbytes};" :: "r"(a), "l"(src) : "memory");')
     g.emit(d + 2, "} else {  // one element at a time, synchronously (0 outside the tensor, as a load reads)")
     g.emit(d + 3, "#pragma unroll")
     g.emit(d + 3, f"for (int s = {n} * v; s < {n} * v + {n}; ++s) {{")
@@ -135,6 +151,58 @@ def emit_copy_async(g: Any, op: Op, d: int) -> None:
                   f"{arg}[(long long)gr * {cols} + gc] : ({_UINT[bits]})0;")
     g.emit(d + 3, "}")
     g.emit(d + 2, "}")
+    g.emit(d + 1, "}")
+    g.emit(d, "}")
+
+
+def _emit_lds_dma(g: Any, op: Op, d: int) -> None:
+    """``global_load_lds`` per group: each lane's global address, one scalar LDS address per group
+    (M0). Guarded by one wave-uniform condition under which every lane's LDS place is the origin's
+    place + a shift common to all (:func:`_periods`) and every address is inside the tensor and
+    aligned; else element by element."""
+    buf, lay = op.args[0], op.attr("layout")
+    nbytes = _int(op.attr("bytes"), 4, 16, "copy bytes")
+    n, ty, lds = _lds_dma_form(g, op), _UINT[dtype(buf.dtype).reg_bits], buf.lds
+    first = copy_groups(lay, n)
+    base = _origin_offsets(lds, first)[0]  # lane 0's place of each group at the origin
+    rows, cols = g.p.tensor(op.attr("tensor")).shape
+    arg = g.names[op.attr("tensor")]
+    r0, c0, tr0, tc0 = (g.sref(a) for a in op.args[1:5])
+    out = dict(lay.out_dims)
+    th, tw = int(out["row"]) * int(out.get("block", 1)), int(out["col"])  # the tile, blocks stacked on rows
+    pr, pc = _periods(lds, lay)
+    ok = (f"{tr0} >= 0 && {tr0} + {th} <= {rows} && {tc0} >= 0 && {tc0} + {tw} <= {cols} && {tc0} % {n} == 0 && "
+          f"((unsigned long long){arg} % {nbytes}) == 0 && {r0} % {pr} == 0 && {c0} % {pc} == 0")
+    # per-lane global element offsets in the tile, [lanes, groups]; a group whose lanes differ from an
+    # earlier group's by one constant shares that group's per-lane pointer (fewer live VGPRs)
+    rel = first[..., 0] * cols + first[..., 1]
+    pattern = [tuple(int(x) for x in rel[:, v] - rel[0, v]) for v in range(first.shape[1])]
+    rep = [pattern.index(p) for p in pattern]  # the first group with the same lanes' pattern
+    own = sorted(set(rep))
+    name = {4: "global_load_lds_dword", 16: "global_load_lds_dwordx4"}.get(nbytes, f"global_load_lds, {nbytes} bytes")
+    g.emit(d, f"if ({ok}) {{  // lds_copy_async: {name}, lane l at LDS base + {nbytes} * l (M0 = base)")
+    g.emit(d + 1, f"const {ty} *{', *'.join(f'ts_src{v}' for v in own)};")
+    ex, _ = g.slot_exprs(lay, d + 1)
+    for v in own:
+        g.emit(d + 1, f"{{ const int s = {n * v}; ts_src{v} = {arg} + ((long long){tr0} * {cols} + {tc0}) + "
+                      f"(unsigned)(({ex['row']}) * {cols} + ({ex['col']})); }}")
+    lds_base = (f"(__attribute__((address_space(3))) ts_u8*)ts_lds + {g.lds_off[buf.id]} + "
+                f"({r0} * {lds.cols + lds.pad} + {c0}) * {lds.elem_bytes}")  # an LDS pointer: no generic cast
+    for v in range(first.shape[1]):
+        g.emit(d + 1, f"__builtin_amdgcn_global_load_lds((void*)(ts_src{rep[v]} + {int(rel[0, v] - rel[0, rep[v]])}), "
+                      f"(__attribute__((address_space(3))) void*)({lds_base} + {int(base[v])}), {nbytes}, 0, 0);")
+    g.emit(d, "} else {  // not provably in lane order, inside the tensor and aligned here: element by element")
+    # a loop kept rolled, its addresses computed inside it: nothing of it is hoisted out of an enclosing
+    # loop to stay live in registers next to the direct copies
+    g.emit(d + 1, "#pragma nounroll")
+    g.emit(d + 1, f"for (int s = 0; s < {dict(lay.in_dims)['slot']}; ++s) {{")
+    ex, _ = g.slot_exprs(lay, d + 2)
+    g.emit(d + 2, f"const int gr = {tr0} + ({ex['row']}), gc = {tc0} + ({ex['col']});")
+    g.emit(d + 2, f"const int r = {r0} + ({ex['row']}), c = {c0} + ({ex['col']});")
+    g.emit(d + 2, f"const int off = {g.lds_off[buf.id]} + (r * {lds.cols + lds.pad} + "
+                  f"(c ^ (((r / {lds.per_phase}) % {lds.max_phase}) * {lds.vec}))) * {lds.elem_bytes};")
+    g.emit(d + 2, f"*({ty}*)(ts_lds + off) = (gr >= 0 && gr < {rows} && gc >= 0 && gc < {cols}) ? "
+                  f"{arg}[(long long)gr * {cols} + gc] : ({ty})0;")
     g.emit(d + 1, "}")
     g.emit(d, "}")
 

@@ -88,8 +88,9 @@ def compile_lds_dma(ins: Instr, ctx: Ctx, st: Machine, imm_mod: Callable, check_
         bad = (dst < 0) | (dst + nbytes > lds.size)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise IsaError(f"{where} wave {int(w[i])} lane {int(ln[i])}: LDS bytes {int(dst[i])}..{int(dst[i]) + nbytes} "
-                           f"(M0 {int(m0[i])} + offset {off} + lane * {stride}) outside the {lds.size}-byte allocation")
+            raise IsaError(f"{where} wave {int(w[i])} lane {int(ln[i])}: LDS bytes {int(dst[i])}.."
+                           f"{int(dst[i]) + nbytes} (M0 {int(m0[i])} + offset {off} + lane * {stride}) outside the "
+                           f"{lds.size}-byte allocation")
         cols = dst[:, None] + np.arange(nbytes)
         gg = np.broadcast_to(st.group[w][:, None], cols.shape)
         lds.track(ins, gg.ravel(), cols.ravel(), np.broadcast_to(st.slot[w][:, None], cols.shape).ravel(),
