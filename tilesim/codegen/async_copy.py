@@ -106,6 +106,21 @@ def uses_lds_dma(g: Any) -> bool:
     return bool(g.lds_dma)
 
 
+def _element_lines(g: Any, op: Op, ex: dict[str, str]) -> tuple[list[str], str]:
+    """C lines placing slot ``s`` of this lane (tensor row/col, buffer row/col, LDS byte ``off``), and
+    the line copying that one element (0 outside the tensor, as a load reads)."""
+    buf, lds = op.args[0], op.args[0].lds
+    rows, cols = g.p.tensor(op.attr("tensor")).shape
+    arg, ty = g.names[op.attr("tensor")], _UINT[dtype(buf.dtype).reg_bits]
+    r0, c0, tr0, tc0 = (g.sref(a) for a in op.args[1:5])
+    pos = [f"const int gr = {tr0} + ({ex['row']}), gc = {tc0} + ({ex['col']});",
+           f"const int r = {r0} + ({ex['row']}), c = {c0} + ({ex['col']});",
+           f"const int off = {g.lds_off[buf.id]} + (r * {lds.cols + lds.pad} + "
+           f"(c ^ (((r / {lds.per_phase}) % {lds.max_phase}) * {lds.vec}))) * {lds.elem_bytes};"]
+    return pos, (f"*({ty}*)(ts_lds + off) = (gr >= 0 && gr < {rows} && gc >= 0 && gc < {cols}) ? "
+                 f"{arg}[(long long)gr * {cols} + gc] : ({ty})0;")
+
+
 def emit_copy_async(g: Any, op: Op, d: int) -> None:
     if g.amd:
         if _lds_dma_form(g, op):
@@ -120,17 +135,12 @@ def emit_copy_async(g: Any, op: Op, d: int) -> None:
         return
     nbytes = _int(op.attr("bytes"), 4, 16, "copy bytes")
     bits = dtype(buf.dtype).reg_bits
-    lds = buf.lds
     rows, cols = g.p.tensor(op.attr("tensor")).shape
     arg = g.names[op.attr("tensor")]
-    r0, c0, tr0, tc0 = (g.sref(a) for a in op.args[1:5])
     slots = dict(lay.in_dims)["slot"]
     g.emit(d, f"{{  // lds_copy_async: cp.async, {nbytes} bytes a lane per instruction")
     ex, _ = g.slot_exprs(lay, d + 1)
-    pos = [f"const int gr = {tr0} + ({ex['row']}), gc = {tc0} + ({ex['col']});",
-           f"const int r = {r0} + ({ex['row']}), c = {c0} + ({ex['col']});",
-           f"const int off = {g.lds_off[buf.id]} + (r * {lds.cols + lds.pad} + "
-           f"(c ^ (((r / {lds.per_phase}) % {lds.max_phase}) * {lds.vec}))) * {lds.elem_bytes};"]
+    pos, store = _element_lines(g, op, ex)
     g.emit(d + 1, "#pragma unroll")
     g.emit(d + 1, f"for (int v = 0; v < {slots // n}; ++v) {{")
     g.emit(d + 2, f"const int s = {n} * v;")
@@ -147,8 +157,7 @@ def emit_copy_async(g: Any, op: Op, d: int) -> None:
     g.emit(d + 3, f"for (int s = {n} * v; s < {n} * v + {n}; ++s) {{")
     for ln in pos:
         g.emit(d + 4, ln)
-    g.emit(d + 4, f"*({_UINT[bits]}*)(ts_lds + off) = (gr >= 0 && gr < {rows} && gc >= 0 && gc < {cols}) ? "
-                  f"{arg}[(long long)gr * {cols} + gc] : ({_UINT[bits]})0;")
+    g.emit(d + 4, store)
     g.emit(d + 3, "}")
     g.emit(d + 2, "}")
     g.emit(d + 1, "}")
@@ -196,13 +205,9 @@ def _emit_lds_dma(g: Any, op: Op, d: int) -> None:
     # loop to stay live in registers next to the direct copies
     g.emit(d + 1, "#pragma nounroll")
     g.emit(d + 1, f"for (int s = 0; s < {dict(lay.in_dims)['slot']}; ++s) {{")
-    ex, _ = g.slot_exprs(lay, d + 2)
-    g.emit(d + 2, f"const int gr = {tr0} + ({ex['row']}), gc = {tc0} + ({ex['col']});")
-    g.emit(d + 2, f"const int r = {r0} + ({ex['row']}), c = {c0} + ({ex['col']});")
-    g.emit(d + 2, f"const int off = {g.lds_off[buf.id]} + (r * {lds.cols + lds.pad} + "
-                  f"(c ^ (((r / {lds.per_phase}) % {lds.max_phase}) * {lds.vec}))) * {lds.elem_bytes};")
-    g.emit(d + 2, f"*({ty}*)(ts_lds + off) = (gr >= 0 && gr < {rows} && gc >= 0 && gc < {cols}) ? "
-                  f"{arg}[(long long)gr * {cols} + gc] : ({ty})0;")
+    pos, store = _element_lines(g, op, g.slot_exprs(lay, d + 2)[0])
+    for ln in (*pos, store):
+        g.emit(d + 2, ln)
     g.emit(d + 1, "}")
     g.emit(d, "}")
 
