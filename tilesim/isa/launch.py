@@ -33,9 +33,9 @@ from tilesim.targets import get_target
 
 __all__ = ["run_kernel", "execute", "Launch", "SUPPORTED_FAMILIES", "prepare"]
 
-# target family -> (wave sizes, architected workgroup-id SGPRs in TTMP7/TTMP9)
-SUPPORTED_FAMILIES = {"rdna3": ((32,), False), "rdna4": ((32,), True), "cdna3": ((64,), False),
-                      "cdna4": ((64,), False)}
+# The target families the emulator models, each in its default wave size (wave32 RDNA, wave64 CDNA) with
+# the target's limits; gfx12 (its ISA generation, tilesim.targets) has the architected workgroup-id SGPRs.
+SUPPORTED_FAMILIES = ("rdna3", "rdna4", "cdna3", "cdna4")
 
 _DESC_OK = {  # descriptor fields and the values the emulator models
     "user_sgpr_dispatch_ptr": (0,), "user_sgpr_queue_ptr": (0,), "user_sgpr_dispatch_id": (0,),
@@ -146,16 +146,16 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
     if t.family not in SUPPORTED_FAMILIES:
         raise IsaError(f"target {k.target} ({t.family}) is not modelled; emulated families: "
                        f"{', '.join(SUPPORTED_FAMILIES)}")
-    waves_ok, architected = SUPPORTED_FAMILIES[t.family]
+    architected = t.isa == "gfx12"  # workgroup ids also in TTMP7/TTMP9
     wave = 32 if k.desc("wavefront_size32", 0) else 64
-    if wave not in waves_ok:
-        raise IsaError(f"{k.target} wave{wave} is not modelled (modelled: wave{waves_ok[0]})")
+    if wave != t.default_wave:
+        raise IsaError(f"{k.target} wave{wave} is not modelled (modelled: wave{t.default_wave})")
     _check_descriptor(k, wave)
     _split_signal_wait(k)
     gx, gy, gz = launch.grid
     bx, by, bz = launch.block
     threads = bx * by * bz
-    if threads < 1 or threads > 1024 or min(gx, gy, gz) < 1:
+    if threads < 1 or threads > t.max_workgroup_size or min(gx, gy, gz) < 1:
         raise IsaError(f"grid {launch.grid} / block {launch.block} is not a valid launch")
     if (by > 1 or bz > 1) and k.desc("system_vgpr_workitem_id", 0) < (2 if bz > 1 else 1):
         pass  # ids beyond what the kernel reads are harmless
