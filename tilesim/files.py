@@ -1,5 +1,6 @@
-"""Files tilesim writes where the user says (``--out``, ``--heatmap``, the gallery folder), and the
-one strict reader of the JSON documents it reads (programs, layouts, Gluon specs).
+"""Files tilesim writes where the user says (``--out``, ``--heatmap``, the gallery folder), the one
+reader of the files it is given (program JSON, HIP sources, layout specs: :func:`read_input`), and
+the one strict reader of the JSON documents it reads (programs, layouts, Gluon specs).
 
 Never through a symbolic link — a link planted where the output goes would make tilesim overwrite
 whatever it points to — and always whole: the bytes go to a temporary file in the same folder,
@@ -11,13 +12,48 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tilesim.errors import OutputError, TilesimError, choices
 
-__all__ = ["refuse_link", "write_output", "strict_json", "check_keys"]
+__all__ = ["refuse_link", "write_output", "read_input", "strict_json", "check_keys", "MAX_PROGRAM_BYTES",
+           "MAX_SOURCE_BYTES"]
+
+MAX_PROGRAM_BYTES = 32 << 20  # the largest example program (block_gemm, its layouts inline) is ~1 MB
+MAX_SOURCE_BYTES = 8 << 20  # a HIP file for emulate/audit: one kernel and its helpers
+
+
+def read_input(path: str | os.PathLike[str], what: str, limit: int, error: type[TilesimError]) -> str:
+    """The UTF-8 text of the file ``path``, or ``error`` naming why not: not a regular file (a FIFO
+    or a device would block the read forever, a folder cannot be read), over ``limit`` bytes (read
+    whole, a sparse file of a few GiB is a MemoryError), unreadable, or not UTF-8."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise error(f"cannot read {what} {ascii(str(p))[1:-1]}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{what} {ascii(str(p))[1:-1]} is not a regular file (a FIFO, device or folder)")
+    if st.st_size > limit:
+        raise error(f"{what} {ascii(str(p))[1:-1]} has {st.st_size} bytes; at most {limit} are read")
+    try:
+        # O_NONBLOCK: a FIFO swapped in between the stat and the open does not block the open
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise error(f"{what} {ascii(str(p))[1:-1]} is not a regular file (a FIFO, device or folder)")
+            data = f.read(limit + 1)  # stat and open are two steps: read at most the limit, whatever is there now
+    except OSError as e:
+        raise error(f"cannot read {what} {ascii(str(p))[1:-1]}: {e.strerror}") from None
+    if len(data) > limit:
+        raise error(f"{what} {ascii(str(p))[1:-1]} has more than {limit} bytes; at most {limit} are read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {ascii(str(p))[1:-1]} is not UTF-8 text: {e.reason} at byte {e.start}") from None
 
 
 def strict_json(text: str | bytes, what: str, error: type[TilesimError]) -> Any:

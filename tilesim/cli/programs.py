@@ -19,19 +19,17 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
     from tilesim.errors import TilesimError
     from tilesim.ir.core import Program
 
+    from tilesim.files import MAX_PROGRAM_BYTES, read_input
+
     p = Path(path)
     if not p.exists():
         raise TilesimError(f"no such file: {path}")
-    if not p.is_file():
-        raise TilesimError(f"{path} is not a file")
     module = None
     if p.suffix == ".json":
-        try:
-            text = p.read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            raise TilesimError(f"cannot read {path}: {e}") from None
-        progs = [Program.from_json(text)]
+        progs = [Program.from_json(read_input(p, "program file", MAX_PROGRAM_BYTES, TilesimError))]
     elif p.suffix == ".py":
+        if not p.is_file():  # a FIFO would block the import forever
+            raise TilesimError(f"{path} is not a regular file (a FIFO, device or folder)")
         spec = importlib.util.spec_from_file_location(f"tilesim_user_{p.stem}", p)
         if spec is None or spec.loader is None:
             raise TilesimError(f"cannot import {path}")
@@ -344,8 +342,9 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
         except ValueError:
             raise UsageError(f"--{what} {text!r}: expected integers like 4,4") from None
 
-    with open(args.file) as f:
-        source = f.read()
+    from tilesim.files import MAX_SOURCE_BYTES, read_input
+
+    source = read_input(args.file, "HIP file", MAX_SOURCE_BYTES, TilesimError)
     if args.audit:
         from tilesim.hw.offline import compile_hip
         from tilesim.isa.audit import audit

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import json
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import LayoutError, TilesimError, choices
-from tilesim.files import strict_json
+from tilesim.files import read_input, strict_json
 from tilesim.frameworks.gluon import SPECS, DistributedLinearLayout
 from tilesim.frameworks.ttg_text import looks_like_ttg, parse_ttg
 from tilesim.frameworks.verdict import LayoutCheck, verdict
@@ -127,32 +126,6 @@ def _build(tree: Any) -> Any:
         raise LayoutError(f"{name}: {e}"[:300]) from None
 
 
-def _read_spec_file(path: Path) -> str:
-    """A ``.json`` spec file's text; only a regular file of sane size is opened (a FIFO or a device
-    named ``*.json`` would block the read forever)."""
-    try:
-        st = path.stat()
-    except OSError as e:
-        raise LayoutError(f"cannot read layout spec file {str(path)!r}: {e.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise LayoutError(f"layout spec file {str(path)!r} is not a regular file (a FIFO, device or folder); "
-                          "pass a .json file or the spec text")
-    if st.st_size > _MAX_SPEC_BYTES:
-        raise LayoutError(f"layout spec file {str(path)!r} has {st.st_size} bytes; a spec is at most "
-                          f"{_MAX_SPEC_BYTES}")
-    try:
-        with open(path, "rb") as f:  # stat and open are two steps: read at most the limit, whatever is there now
-            data = f.read(_MAX_SPEC_BYTES + 1)
-    except OSError as e:
-        raise LayoutError(f"cannot read layout spec file {str(path)!r}: {e.strerror}") from None
-    if len(data) > _MAX_SPEC_BYTES:
-        raise LayoutError(f"layout spec file {str(path)!r} has more than {_MAX_SPEC_BYTES} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise LayoutError(f"layout spec file {str(path)!r} is not UTF-8 text: {e.reason}") from None
-
-
 def _json(text: str, where: str) -> Any:
     try:
         return strict_json(text, where, LayoutError)  # a key twice is refused, not the last kept
@@ -166,7 +139,7 @@ def parse_spec(spec: Any) -> Any:
     """A Gluon spec object from a string, a JSON object or a ``.json`` path; other values pass through."""
     if isinstance(spec, Path) or (isinstance(spec, str) and spec.strip().endswith(".json")):
         path = Path(spec.strip() if isinstance(spec, str) else spec)
-        spec = _json(_read_spec_file(path), f"layout spec file {str(path)!r}")
+        spec = _json(read_input(path, "layout spec file", _MAX_SPEC_BYTES, LayoutError), f"layout spec file {str(path)!r}")
     elif isinstance(spec, str) and len(spec) > _MAX_SPEC_BYTES:
         raise LayoutError(f"layout spec text has {len(spec)} characters; a spec is at most {_MAX_SPEC_BYTES}")
     if isinstance(spec, str) and spec.lstrip().startswith("{"):  # JSON text on the command line
