@@ -527,3 +527,37 @@ def test_fp8_flavours_are_described_once(tmp_path: Path) -> None:
     (tmp_path / "tilesim").mkdir()
     (tmp_path / "tilesim" / "p.py").write_text('M = {"ocp": f"OCP (e4m3 bias 7, {x})"}\n')
     assert fp8_flavour_texts(tmp_path) == ["tilesim/p.py:1: 'OCP (e4m3 bias 7, '"]
+
+
+# --- the f32-held narrow types: a property of their dtype rows ------------------------------------------
+def truncated_f32_lists(root: Path) -> list[str]:
+    """Literal collections naming xf32 and tf32 together (the types an f32 register holds with 10
+    mantissa bits of math) outside tilesim/matrix/dtypes.py: each reads ``DType.truncated_f32`` now."""
+    import ast
+
+    from tilesim.matrix.dtypes import DTYPES
+
+    both = {n for n, d in DTYPES.items() if d.truncated_f32}
+    out = []
+    for d in ("tilesim", "tools", "benchmarks"):
+        for path in sorted((root / d).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel == "tilesim/matrix/dtypes.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                    strs = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                    if both <= strs:
+                        out.append(f"{rel}:{node.lineno}: {sorted(strs)}")
+    return out
+
+
+def test_truncated_f32_types_are_one_property(tmp_path: Path) -> None:
+    from tilesim.matrix.dtypes import DTYPES
+
+    # independent: CDNA3 xf32 and NVIDIA tf32 are the f32-stored types with 10 explicit mantissa bits
+    assert {n for n, d in DTYPES.items() if d.truncated_f32} == {"xf32", "tf32"}
+    assert not truncated_f32_lists(ROOT)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "t.py").write_text('if name in ("f32", "xf32", "tf32"):\n    pass\n')
+    assert truncated_f32_lists(tmp_path) == ["tools/t.py:1: ['f32', 'tf32', 'xf32']"]

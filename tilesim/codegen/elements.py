@@ -218,7 +218,7 @@ def element(name: str) -> Element:
         return Element("f64", 64, "double", "__builtin_bit_cast(double, (ts_u64)({}))", "__builtin_bit_cast(ts_u64, {})")
     if d.name == "f32":
         return Element("f32", 32, "float", "ts_f32({})", "ts_bits({})")
-    if d.name in ("xf32", "tf32"):  # f32 storage; quantize keeps the top 19 bits (numerics.quantize)
+    if d.truncated_f32:  # f32 storage; quantize keeps the top 19 bits (numerics.quantize)
         return Element(d.name, 32, "float", "ts_f32({})", "(ts_bits({}) & 0xffffe000u)")
     if d.name == "f16":
         return Element("f16", 16, "float", "ts_f16_to_f32({})", "ts_f32_to_f16({})")
@@ -251,10 +251,10 @@ def bits_expr(value: str, domain: str, name: str) -> str:
     if domain == "float":
         return el.encode.format(value)
     if domain == "int":  # an element of at most 32 bits: f32 directly, else through round-to-odd f32
-        if name in ("f32", "xf32", "tf32"):
+        if el.bits == 32:  # f32, xf32, tf32
             return el.encode.format(f"(float)(int)({value})")
         return el.encode.format(f"ts_i2f_odd({value})")
-    if name in ("f32", "xf32", "tf32"):  # from a double
+    if el.bits == 32:  # f32, xf32, tf32: from a double
         return el.encode.format(f"(float)({value})")
     return el.encode.format(f"ts_f64_to_f32_odd({value})")
 

@@ -52,14 +52,13 @@ __all__ = ["ReferenceCheck", "check_reference", "inexact_inputs", "magnitude_inp
            "rounded_inputs"]
 
 _FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row)
-_MANTISSA_10 = ("xf32", "tf32")  # f32 storage, 10 explicit mantissa bits in the math
 
 
 def _eps(name: str) -> float:
     d = dtype(name)
     if d.kind != "float":
         return 0.0
-    if d.name in _MANTISSA_10:
+    if d.truncated_f32:  # f32 storage, 10 explicit mantissa bits in the math
         return 2.0 ** -10
     return float(ml_dtypes.finfo(d.np).eps)
 
@@ -67,7 +66,7 @@ def _eps(name: str) -> float:
 def _subnormal(name: str) -> float:
     """The spacing of ``name``'s subnormal numbers (its absolute precision near 0); 0 for integers."""
     d = dtype(name)
-    if d.kind != "float" or d.name in _MANTISSA_10:
+    if d.kind != "float" or d.truncated_f32:
         return float(np.finfo(np.float32).smallest_subnormal) if d.kind == "float" else 0.0
     return float(ml_dtypes.finfo(d.np).smallest_subnormal)
 

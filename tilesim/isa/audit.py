@@ -36,7 +36,7 @@ from tilesim.codegen.hip import emit_hip
 from tilesim.hw.offline import compile_hip
 from tilesim.isa.api import emulate
 from tilesim.isa.asm import IsaError
-from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.dtypes import DTYPES, dtype
 
 __all__ = ["Finding", "AuditReport", "audit", "audit_program"]
 
@@ -129,6 +129,10 @@ def _code_buffers(args: list) -> tuple[list, list[_Code]]:
     return out, codes
 
 
+def _is_float(optype: str) -> bool:
+    return optype in DTYPES and DTYPES[optype].kind == "float"
+
+
 def _decode(fields: np.ndarray, width: int, optype: str, codes: list[_Code]) -> tuple[np.ndarray, np.ndarray]:
     """(buffer number or -1, flat index) per field."""
     buf = np.full(fields.shape, -1, np.int64)
@@ -139,7 +143,7 @@ def _decode(fields: np.ndarray, width: int, optype: str, codes: list[_Code]) -> 
         if optype == "bf16":
             val = (fields.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
     elif width == 32:
-        val = fields.astype(np.uint32).view(np.float32).astype(np.float64) if optype in ("f32", "xf32") else \
+        val = fields.astype(np.uint32).view(np.float32).astype(np.float64) if _is_float(optype) else \
             fields.astype(np.uint32).view(np.int32).astype(np.float64)
     else:
         return buf, idx

@@ -36,6 +36,11 @@ class DType:
     def reg_bits(self) -> int:
         return self.storage_bits or self.bits
 
+    @property
+    def truncated_f32(self) -> bool:
+        """An f32 register whose math ignores its low mantissa bits (xf32, tf32: 19 of 32 bits count)."""
+        return self.kind == "float" and self.storage_bits == 32 and self.bits < 32
+
 
 _ROWS = [
     DType("f64", 64, "float", "float64"),
@@ -141,7 +146,7 @@ def encode_bits(values: np.ndarray, dt: str | DType) -> np.ndarray:
     if d.kind in ("int", "uint"):
         wrapped = np.asarray(arr, dtype=np.int64) & ((1 << d.bits) - 1)
         return wrapped.astype(_uint_of(d.reg_bits))
-    if d.name in ("xf32", "tf32"):
+    if d.truncated_f32:
         with np.errstate(over="ignore"):
             arr = np.asarray(arr, np.float64).astype(np.float32)
         return arr.view(np.uint32)
@@ -167,7 +172,7 @@ def decode(bits: np.ndarray, dt: str | DType) -> np.ndarray:
         v = raw.astype(np.int64)
         return np.where(v >= (1 << (d.bits - 1)), v - (1 << d.bits), v)
     with np.errstate(invalid="ignore"):  # signalling-NaN patterns are valid register contents
-        if d.name in ("xf32", "tf32"):
+        if d.truncated_f32:
             return raw.astype(np.uint32).view(np.float32).astype(np.float64)
         if d.bits in (4, 6):
             return raw.astype(np.uint8).view(d.np).astype(np.float64)

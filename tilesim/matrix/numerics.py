@@ -54,7 +54,7 @@ def quantize(values: np.ndarray, dt: str | DType) -> np.ndarray:
     """Round values to ``dt`` (as the registers would hold them), returned as float64/int64."""
     d = dtype(dt)
     v = np.asarray(values)
-    if d.name in ("xf32", "tf32"):
+    if d.truncated_f32:
         bits = np.asarray(v, np.float64).astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
         return bits.view(np.float32).astype(np.float64)
     if d.kind == "float" and d.np_name in ("float16", "float32", "float64") and d.bits == d.reg_bits:

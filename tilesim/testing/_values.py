@@ -57,7 +57,7 @@ def edge_values_of(name: str) -> tuple[float, ...]:
     if d.kind in ("int", "uint"):
         lo, hi = (0, (1 << d.bits) - 1) if d.kind == "uint" else (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1)
         return tuple(float(v) for v in sorted({lo, hi, 0, 1, max(lo, -1)}))
-    if d.name in ("xf32", "tf32"):
+    if d.truncated_f32:
         fi = np.finfo(np.float32)
         big, tiny, sub = _xf32(float(fi.max)), float(fi.smallest_normal), 2.0 ** -136  # 2**-149 * 2**13
     elif d.bits > 16:
@@ -100,7 +100,7 @@ def _regular(d: DType, max_abs: float | None) -> st.SearchStrategy[Any]:
     lim = None if max_abs is None else float(max_abs)
     floats = st.floats(min_value=None if lim is None else -lim, max_value=lim, allow_nan=False, allow_infinity=False,
                        allow_subnormal=False, width=width).map(lambda x: x + 0.0)
-    return floats.map(_xf32) if d.name in ("xf32", "tf32") else floats
+    return floats.map(_xf32) if d.truncated_f32 else floats
 
 
 def matrices(dtype: str | DType, shape: int | tuple[int, ...] | st.SearchStrategy[Any], *, edge_values: bool = False,
