@@ -12,12 +12,14 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import hmac
 import importlib.util
 import os
 import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -177,7 +179,67 @@ def _ziglang_version() -> str:
     return metadata.version("ziglang")
 
 
-_HEADER = "; tilesim-cache v2 key={key} sha256={digest}"
+# An entry's header names its key and an HMAC of key and body under a secret of this cache (the
+# v2 header's SHA-256 of the body anyone can compute: an entry planted with a right-looking header
+# was served as clang's output). The secret is a 32-byte file at the cache's root that only its
+# owner may read; one that is not ours, or that others can read or write, turns the cache off.
+_HEADER = "; tilesim-cache v3 key={key} hmac={mac}"
+_SECRET = "secret"  # beside the two-hex-digit shard folders, never one of them
+_SECRET_BYTES = 32
+
+
+def _mac(secret: bytes, key: str, body: str) -> str:
+    return hmac.new(secret, key.encode() + b"\n" + body.encode(), hashlib.sha256).hexdigest()
+
+
+def _secret(create: bool) -> bytes | None:
+    """This cache's secret (made on first use when ``create``), or None: no cache, no secret (yet),
+    or one that cannot be trusted (then with a warning)."""
+    d = cache_dir()
+    if d is None or not _SAFE:
+        return None
+    try:
+        if create:
+            d.mkdir(parents=True, exist_ok=True)
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        for _ in range(2):
+            try:
+                fd = os.open(_SECRET, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                # whole or not at all: written under a temporary name, then linked into place (a
+                # process that loses the race reads the winner's secret)
+                tmp = f".tmp-{secrets.token_hex(8)}.part"
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(secrets.token_bytes(_SECRET_BYTES))
+                    os.link(tmp, _SECRET, src_dir_fd=dfd, dst_dir_fd=dfd)
+                except FileExistsError:
+                    pass
+                finally:
+                    os.unlink(tmp, dir_fd=dfd)
+                continue
+            with os.fdopen(fd, "rb") as f:
+                st, data = os.fstat(f.fileno()), f.read(_SECRET_BYTES + 1)
+            if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077
+                    or len(data) != _SECRET_BYTES):
+                warnings.warn(f"tilesim: compile cache secret {d / _SECRET} is not a {_SECRET_BYTES}-byte file "
+                              "that only you can read and write; the cache is off (remove the file to start the "
+                              "cache afresh)", RuntimeWarning, stacklevel=4)
+                return None
+            return data
+        return None
+    except OSError:  # a symbolic link, a folder, unreadable: never trusted
+        warnings.warn(f"tilesim: compile cache secret {d / _SECRET} cannot be read as a regular file; the cache is "
+                      "off", RuntimeWarning, stacklevel=4)
+        return None
+    finally:
+        os.close(dfd)
 
 
 def _cache_path(key: str) -> Path | None:
@@ -208,8 +270,12 @@ def _shard_fd(key: str, create: bool) -> int | None:
 
 def _cache_get(key: str) -> str | None:
     """The cached ISA for ``key``, or None. An entry is trusted only when its header names this key
-    and the SHA-256 of the body that follows; anything else (truncated, corrupted, another key's
-    entry, undecodable bytes, a symbolic link) is deleted and rebuilt by the caller."""
+    and the HMAC of key and body under this cache's secret; anything else (truncated, corrupted,
+    another key's entry, a planted one, undecodable bytes, a symbolic link) is deleted and rebuilt
+    by the caller."""
+    secret = _secret(create=True)  # made here too, so that a planted entry is deleted, not just skipped
+    if secret is None:
+        return None
     dfd = _shard_fd(key, create=False)
     if dfd is None:
         return None
@@ -223,7 +289,7 @@ def _cache_get(key: str) -> str | None:
             return None
         except (OSError, ValueError):  # unreadable, a directory, a symbolic link, or not UTF-8
             head, body = "", ""
-        if head != _HEADER.format(key=key, digest=hashlib.sha256(body.encode()).hexdigest()):
+        if not hmac.compare_digest(head, _HEADER.format(key=key, mac=_mac(secret, key, body))):
             try:
                 os.unlink(name, dir_fd=dfd)  # never trusted (a link is removed, not its target)
             except OSError:
@@ -237,6 +303,9 @@ def _cache_get(key: str) -> str | None:
 def _cache_put(key: str, isa: str) -> None:
     """Write an entry atomically: a temporary file in the entry's own folder, then ``os.replace``,
     so a reader sees the old entry, no entry, or the whole new one — never part of one."""
+    secret = _secret(create=True)
+    if secret is None:
+        return
     dfd = _shard_fd(key, create=True)
     if dfd is None:
         return
@@ -245,7 +314,7 @@ def _cache_put(key: str, isa: str) -> None:
         tmp = f".tmp-{secrets.token_hex(8)}.part"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
         with os.fdopen(fd, "wb") as f:
-            f.write((_HEADER.format(key=key, digest=hashlib.sha256(isa.encode()).hexdigest()) + "\n" + isa).encode())
+            f.write((_HEADER.format(key=key, mac=_mac(secret, key, isa)) + "\n" + isa).encode())
         os.replace(tmp, f"{key}.s", src_dir_fd=dfd, dst_dir_fd=dfd)
         tmp = None
     except OSError:
