@@ -251,6 +251,27 @@ def test_scalar_ops_and_scc(line: str, want, scc) -> None:
         assert bool(st.scc[0]) == bool(scc(a, b)), (line, a, b)
 
 
+def _bfe(a: int, b: int, signed: bool) -> int:  # GCN3/CDNA3 ISA S_BFE_{U,I}32, in Python integers
+    off, width = b & 31, (b >> 16) & 0x7F
+    field = (a >> off) & ((1 << width) - 1)
+    if signed and field >> (width - 1) & 1:
+        field -= 1 << width
+    return field & M32
+
+
+@pytest.mark.parametrize("m", ["s_bfe_u32", "s_bfe_i32"])
+def test_scalar_bit_field_extract(m: str) -> None:
+    # (value, offset | width << 16): a field in the middle, the top bit alone, a field past bit 31, width 31
+    cases = [(0xDEADBEEF, 4 | 8 << 16), (0x80000000, 31 | 1 << 16), (0xDEADBEEF, 24 | 12 << 16),
+             (0x7EADBEEF, 28 | 4 << 16), (0xFFFFFFFE, 1 | 31 << 16), (0x12345678, 0 | 1 << 16)]
+    for a, b in cases:
+        st = run("gfx942", f"\t{m} s3, s0, s1", s={0: a, 1: b})
+        want = _bfe(a, b, m.endswith("i32"))
+        assert int(st.s[3][0]) == want and bool(st.scc[0]) == (want != 0), (m, hex(a), hex(b))
+    with pytest.raises(IsaError, match="width 32"):
+        run("gfx942", f"\t{m} s3, s0, s1", s={0: 1, 1: 32 << 16})
+
+
 def test_scalar_compare_select_and_movk() -> None:
     st = run("gfx942", "\ts_cmp_gt_i32 s0, -1\n\ts_cselect_b64 s[4:5], -1, 0\n\ts_movk_i32 s6, 0xfff0",
              s={0: 0x80000000})
