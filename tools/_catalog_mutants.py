@@ -32,8 +32,19 @@ from tilesim.errors import TilesimError
 from tilesim.layouts import Layout
 from tilesim.matrix import instruction as _instruction
 from tilesim.matrix.catalog import instructions, lookup, rows
+from tilesim.targets import feature_targets, has
 
-__all__ = ["installed", "run_catalog_mutants"]
+__all__ = ["installed", "run_catalog_mutants", "wmma_sibling"]
+
+# RDNA3 and RDNA4 WMMA place C differently; a mutant plants the other generation's C layout
+_WMMA_SIBLINGS = {"wmma_gfx11": "wmma_gfx12", "wmma_gfx12": "wmma_gfx11"}  # target features (tilesim.targets)
+
+
+def wmma_sibling(target: str) -> str | None:
+    """A target of the other WMMA generation than ``target`` (from the table's features, so a new target of
+    either family has one too), or None when ``target`` has neither."""
+    mine = next((f for f in _WMMA_SIBLINGS if has(target, f)), None)
+    return None if mine is None else feature_targets(_WMMA_SIBLINGS[mine])[0]
 
 
 @contextlib.contextmanager
@@ -72,8 +83,8 @@ def _operators(row: Any, target: str, operand: str, wave: int, lay: Layout,
     if operand in ("A", "B") and row.blocks == 1:
         k_dim = "col" if operand == "A" else "row"
         out.append(("k_perm_one", ops["k_perm"](lay, k_dim, ops["k_swap"](row.k))))
-    if operand in ("C", "D") and target in ("gfx1100", "gfx1201"):
-        other = "gfx1201" if target == "gfx1100" else "gfx1100"
+    other = wmma_sibling(target)
+    if operand in ("C", "D") and other is not None:
         with contextlib.suppress(TilesimError):
             out.append(("formula_swap", lookup(row.mnemonic, other).layout(operand, wave_size=wave)
                         .with_elem_bits(lay.elem_bits)))

@@ -65,8 +65,7 @@ from tilesim.errors import TilesimError
 from tilesim.ir.core import Program, Value
 from tilesim.layouts import Layout
 from tilesim.matrix import lookup
-from tilesim.targets import feature_targets, has
-from tools._catalog_mutants import run_catalog_mutants, self_consistency_demo  # noqa: E402
+from tools._catalog_mutants import run_catalog_mutants, self_consistency_demo, wmma_sibling  # noqa: E402
 from tools._layout_mutants import (  # noqa: E402
     replace_layouts,
     drop_op,
@@ -117,7 +116,6 @@ class Mutant:
         return f"{self.example}/{self.program.target}#{self.index}/{self.operand}/{self.operator}"
 
 
-_WMMA_SIBLINGS = {"wmma_gfx11": "wmma_gfx12", "wmma_gfx12": "wmma_gfx11"}  # target features (tilesim.targets)
 
 
 def _operand_mutations(prog: Program, fam: dict[str, Any]) -> list[tuple[str, Layout]]:
@@ -138,9 +136,8 @@ def _operand_mutations(prog: Program, fam: dict[str, Any]) -> list[tuple[str, La
         out.append(("replication_drop", _drop_upper_lanes(lay)))
     # RDNA3 and RDNA4 WMMA place C differently: plant the other generation's C (a target of the table
     # with the other feature, so a new target of either family is planted too)
-    mine = next((f for f in _WMMA_SIBLINGS if has(prog.target, f)), None)
-    if role == "C" and mine is not None:
-        other = feature_targets(_WMMA_SIBLINGS[mine])[0]
+    other = wmma_sibling(prog.target)
+    if role == "C" and other is not None:
         try:
             alt = lookup(instr, other).layout("C", wave_size=prog.wave_size)
             out.append(("formula_swap", alt.with_elem_bits(lay.elem_bits)))
