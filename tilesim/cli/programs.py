@@ -109,6 +109,18 @@ def _random_inputs(prog: object, seed: int) -> dict:
     return rounded_inputs(prog, arrays)
 
 
+def _inputs(module: object, prog: object, args: object) -> dict:
+    """The inputs ``simulate`` and ``run`` give a program: the file's ``inputs()`` or random ones, rounded
+    to what the kernel reads (``reference()`` sees the same)."""
+    from tilesim.diff import rounded_inputs
+
+    if module is not None and hasattr(module, "inputs"):
+        arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
+    else:
+        arrays = _random_inputs(prog, args.seed)
+    return rounded_inputs(prog, arrays)
+
+
 def _references(module: object, prog: object, path: str, arrays: dict) -> tuple[dict | None, dict | None]:
     """The file's ``reference()`` on ``arrays`` and, where the program is monotone, on ``|arrays|``
     (the per-element error scale: tilesim/diff/reference.py); ``(None, None)`` without a reference()."""
@@ -179,7 +191,7 @@ def cmd_check(args: argparse.Namespace) -> tuple[str, int]:
 def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     import warnings
 
-    from tilesim.diff import judge_simulation, rounded_inputs
+    from tilesim.diff import judge_simulation
     from tilesim.errors import CheckWarning
     from tilesim.wave.inspect import inspect
     from tilesim.wave.sim import simulate
@@ -187,11 +199,7 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     progs, module = _load_programs(args.file, args.target)
     out, docs, code = [], [], 0
     for prog in progs:
-        if module is not None and hasattr(module, "inputs"):
-            arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
-        else:
-            arrays = _random_inputs(prog, args.seed)
-        arrays = rounded_inputs(prog, arrays)  # what the kernel reads: reference() sees it too
+        arrays = _inputs(module, prog, args)
         with warnings.catch_warnings():  # the check errors are reported below, as the verdict
             warnings.simplefilter("ignore", CheckWarning)
             res = simulate(prog, **arrays)
@@ -277,16 +285,12 @@ def cmd_compile(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.diff import exit_status, rounded_inputs, run
+    from tilesim.diff import exit_status, run
 
     progs, module = _load_programs(args.file, args.target)
     verdicts = []
     for prog in progs:
-        if module is not None and hasattr(module, "inputs"):
-            arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
-        else:
-            arrays = _random_inputs(prog, args.seed)
-        arrays = rounded_inputs(prog, arrays)  # what the kernel reads: reference() sees it too
+        arrays = _inputs(module, prog, args)
         ref, mag = _references(module, prog, args.file, arrays)
         verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout,
                             reference_magnitude=mag, **arrays))
