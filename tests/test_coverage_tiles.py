@@ -19,10 +19,12 @@ import importlib
 import pytest
 
 import tilesim as ts
+from examples import gemm as gemm_mod
 from examples.gemm import gemm
 from tilesim.ir import footprint
 from tilesim.layouts import Layout
 from tilesim.matrix import lookup
+from tests.test_store_tiles import _gemm_t
 
 WMMA = "v_wmma_f32_16x16x16_f16"
 MFMA = "v_mfma_f32_32x32x8f16"
@@ -77,6 +79,9 @@ def _programs() -> list[tuple[str, ts.Program]]:
                               ("gfx942", "v_mfma_f32_16x16x16f16"),
                               ("sm_90", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")):
             out.append((f"gemm {M}x{N}x{K} {target}", gemm.specialize(target=target, M=M, N=N, K=K, mma=instr)))
+    for target, instr in gemm_mod.CONFIGS:  # the accumulator stored transposed
+        for M, N in ((64, 32), (40, 32)):
+            out.append((f"transposed {M}x{N} {target}", _gemm_t.specialize(target=target, M=M, N=N, K=32, mma=instr)))
     lay, mfma = _c_layout(), _c_layout("gfx942", MFMA)
     planted = {
         "exact 4x4": dict(M=64, N=64, lay=lay, gm=4, gn=4),

@@ -4,7 +4,7 @@ of the element-by-element store it short-cuts: the same output bits, provenance 
 
 Each program is simulated twice, as ``simulate`` runs it and with the tile path switched off (the
 store as it was before). The programs: the GEMM examples on every target at several sizes (ragged
-ones mask their edge tiles and take the general store), a planted C layout (its records are not the
+ones mask their edge tiles and take the general store), a GEMM storing its transpose, a planted C layout (its records are not the
 tile's row-major order: values element by element, provenance per tile), stores of NaN results
 (element by element: a NaN's bits go through the float64 cast), and a second store to an output
 (the provenance leaves its per-tile form).
@@ -21,8 +21,24 @@ from examples import gemm as gemm_mod
 from tilesim.wave import sim as sim_mod
 
 
+@ts.kernel
+def _gemm_t(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "N", "M"], *,
+            mma="v_wmma_f32_16x16x16_f16"):
+    """C = (A @ B) transposed: the accumulator stored with ``transpose=True``."""
+    op = ts.mma_op(mma)
+    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f32")
+    for k in ts.range(0, A.shape[1], op.k):
+        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+    ts.store(C[tn * op.n:, tm * op.m:], acc, transpose=True)
+
+
 def _cases() -> list[tuple[str, ts.Program, dict[str, np.ndarray]]]:
     out = []
+    for target, mma in gemm_mod.CONFIGS:
+        p = _gemm_t.specialize(target=target, M=64, N=32, K=32, mma=mma)
+        out.append((f"transposed store {target} {mma}", p, gemm_mod.inputs(p)))
     for M, N, K in ((64, 64, 64), (96, 64, 32), (40, 48, 32)):
         for p in gemm_mod.programs(M, N, K):
             out.append((f"gemm {M}x{N}x{K} {p.target} {p.body.ops[2].out.dtype}", p, gemm_mod.inputs(p)))
