@@ -561,3 +561,36 @@ def test_truncated_f32_types_are_one_property(tmp_path: Path) -> None:
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "t.py").write_text('if name in ("f32", "xf32", "tf32"):\n    pass\n')
     assert truncated_f32_lists(tmp_path) == ["tools/t.py:1: ['f32', 'tf32', 'xf32']"]
+
+
+# --- docs/catalog.md: sources and confidence per family, no second list of targets or rows ---------------
+def catalog_page_restatements(text: str) -> tuple[set[str], list[str]]:
+    """(the families docs/catalog.md's table describes, what its rows column restates: target names or
+    row counts, which `tilesim targets` / `tilesim instructions` derive from the code)."""
+    from tilesim.targets import TARGETS
+
+    table = re.search(r"^(\| family \|.*)\n((?:\|.*\n)+)", text, re.M)
+    assert table, "docs/catalog.md: the family table (| family | ... |) is gone"
+    head = [c.strip() for c in table.group(1).strip("|").split("|")]
+    families, found = set(), []
+    for line in table.group(2).splitlines()[1:]:
+        cells = dict(zip(head, (c.strip() for c in line.strip("|").split("|"))))
+        family = cells["family"]
+        families |= {f.split(" (")[0].strip() for f in family.split(",")}
+        listed = " ".join(cells.get(c, "") for c in ("targets", "rows"))  # the sources' columns may name a target
+        found += [f"{family}: target {t}" for t in TARGETS if re.search(rf"\b{t}\b", listed)]
+        found += [f"{family}: count {m}" for m in re.findall(r"\b\d+ (?:dense )?(?:MFMA|WMMA|SMFMAC|SWMMAC|mma\.sync)",
+                                                             listed)]
+    return families, found
+
+
+def test_the_catalog_page_repeats_no_target_list_or_row_count() -> None:
+    """0.8.0's page listed each family's targets and row counts by hand, and two counts had drifted
+    (cdna3 "30 MFMA + 16 SMFMAC", rdna4 "12 WMMA + 10 SWMMAC"). It says where each comes from now."""
+    from tilesim.matrix.catalog import rows
+
+    families, found = catalog_page_restatements((ROOT / "docs" / "catalog.md").read_text())
+    assert families == {r.family for r in rows()}
+    assert not found, found
+    planted = "| family | rows | from | confidence |\n|---|---|---|---|\n| cdna3 | 30 MFMA on gfx942 | calc | high |\n"
+    assert catalog_page_restatements(planted) == ({"cdna3"}, ["cdna3: target gfx942", "cdna3: count 30 MFMA"])
