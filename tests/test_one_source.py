@@ -16,12 +16,14 @@ prefix (``startswith("gfx9")``), answers differently for the twin and fails here
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -348,25 +350,36 @@ _KIND_SETS_PENDING = {
 }
 
 
-def kind_set_restatements(root: Path, dirs: tuple[str, ...] = _KIND_SET_SCAN) -> set[str]:
-    """``file: SET`` for each literal collection (outside the op table) whose strings are exactly one
-    of the op table's derived kind sets."""
-    import ast
-
-    from tilesim.ir import ops
-
-    sets = {name: getattr(ops, name) for name in ("MMA_KINDS", "TENSOR_KINDS", "BLOCK_KINDS")}
-    out = set()
+def scanned(root: Path, dirs: tuple[str, ...], skip: tuple[str, ...] = ()) -> Iterator[tuple[str, ast.AST]]:
+    """(path relative to ``root``, node) for every syntax node of the modules under ``root/dirs``, but
+    those matching a pattern of ``skip`` (the places that state the fact)."""
     for d in dirs:
         for path in sorted((root / d).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
-            if rel == "tilesim/ir/ops.py":
-                continue
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-                    strs = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
-                    out |= {f"{rel}: {name}" for name, kinds in sets.items() if strs == kinds}
-    return out
+            if not any(PurePosixPath(rel).match(pat) for pat in skip):
+                yield from ((rel, node) for node in ast.walk(ast.parse(path.read_text())))
+
+
+def literal_strings(node: ast.AST, dict_values: bool = False) -> set[str]:
+    """The string constants of a literal tuple, list or set (a dict's keys, and values if asked); empty
+    for any other node."""
+    if isinstance(node, ast.Dict):
+        elts = [*node.keys, *(node.values if dict_values else ())]
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        elts = node.elts
+    else:
+        return set()
+    return {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+
+
+def kind_set_restatements(root: Path, dirs: tuple[str, ...] = _KIND_SET_SCAN) -> set[str]:
+    """``file: SET`` for each literal collection (outside the op table) whose strings are exactly one
+    of the op table's derived kind sets."""
+    from tilesim.ir import ops
+
+    sets = {name: getattr(ops, name) for name in ("MMA_KINDS", "TENSOR_KINDS", "BLOCK_KINDS")}
+    return {f"{rel}: {name}" for rel, node in scanned(root, dirs, ("tilesim/ir/ops.py",))
+            if not isinstance(node, ast.Dict) for name, kinds in sets.items() if literal_strings(node) == kinds}
 
 
 def test_op_kind_sets_are_read_off_the_table() -> None:
@@ -398,25 +411,16 @@ _KINDS_STATED = ("tilesim/matrix/instruction.py", "tilesim/targets.py", "tilesim
 def instruction_kind_lists(root: Path, dirs: tuple[str, ...] = ("tilesim", "benchmarks")) -> list[str]:
     """Literal collections naming two or more instruction kinds, and string constants that are a kind's
     mnemonic prefix (``"v_mfma_"``), outside the places that state them (``_KINDS_STATED``)."""
-    import ast
-
     from tilesim.matrix.instruction import INSTRUCTION_KINDS
 
     kinds, prefixes = set(INSTRUCTION_KINDS), {f"v_{k}_" for k in INSTRUCTION_KINDS}
     out = []
-    for d in dirs:
-        for path in sorted((root / d).rglob("*.py")):
-            rel = path.relative_to(root).as_posix()
-            if any(PurePosixPath(rel).match(p) for p in _KINDS_STATED):
-                continue
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
-                    elts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
-                    found = {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)} & kinds
-                    if len(found) >= 2:
-                        out.append(f"{rel}:{node.lineno}: a list of instruction kinds {sorted(found)}")
-                elif isinstance(node, ast.Constant) and node.value in prefixes:
-                    out.append(f"{rel}:{node.lineno}: a mnemonic prefix {node.value!r}")
+    for rel, node in scanned(root, dirs, _KINDS_STATED):
+        found = literal_strings(node, dict_values=True) & kinds
+        if len(found) >= 2:
+            out.append(f"{rel}:{node.lineno}: a list of instruction kinds {sorted(found)}")
+        elif isinstance(node, ast.Constant) and node.value in prefixes:
+            out.append(f"{rel}:{node.lineno}: a mnemonic prefix {node.value!r}")
     return out
 
 
@@ -452,8 +456,6 @@ _REEXPORTS = ("tilesim/__init__.py", "tilesim/ir/__init__.py")
 def dsl_name_restatements(root: Path, files: tuple[str, ...] = _REEXPORTS) -> list[str]:
     """Names of the DSL (``tilesim.ir.dsl.__all__``) written again, as an imported name or a string,
     in the modules that re-export them (they star-import the DSL and add its ``__all__``)."""
-    import ast
-
     from tilesim.ir import dsl
 
     names = set(dsl.__all__) - {"Program"}
@@ -493,18 +495,10 @@ def test_the_scan_sees_a_relisted_dsl_name(tmp_path: Path) -> None:
 def fp8_flavour_texts(root: Path) -> list[str]:
     """String constants (f-string parts too) outside tilesim/matrix/dtypes.py that describe an fp8
     flavour's format (an exponent bias of e4m3/e5m2): check and port each kept one until 0.8.0."""
-    import ast
-
-    out = []
-    for path in sorted((root / "tilesim").rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel == "tilesim/matrix/dtypes.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(
-                    r"e[45]m[23] bias \d", node.value):
-                out.append(f"{rel}:{node.lineno}: {node.value[:60]!r}")
-    return out
+    return [f"{rel}:{node.lineno}: {node.value[:60]!r}"
+            for rel, node in scanned(root, ("tilesim",), ("tilesim/matrix/dtypes.py",))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and re.search(r"e[45]m[23] bias \d", node.value)]
 
 
 def test_fp8_flavours_are_described_once(tmp_path: Path) -> None:
@@ -533,23 +527,12 @@ def test_fp8_flavours_are_described_once(tmp_path: Path) -> None:
 def truncated_f32_lists(root: Path) -> list[str]:
     """Literal collections naming xf32 and tf32 together (the types an f32 register holds with 10
     mantissa bits of math) outside tilesim/matrix/dtypes.py: each reads ``DType.truncated_f32`` now."""
-    import ast
-
     from tilesim.matrix.dtypes import DTYPES
 
     both = {n for n, d in DTYPES.items() if d.truncated_f32}
-    out = []
-    for d in ("tilesim", "tools", "benchmarks"):
-        for path in sorted((root / d).rglob("*.py")):
-            rel = path.relative_to(root).as_posix()
-            if rel == "tilesim/matrix/dtypes.py":
-                continue
-            for node in ast.walk(ast.parse(path.read_text())):
-                if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-                    strs = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
-                    if both <= strs:
-                        out.append(f"{rel}:{node.lineno}: {sorted(strs)}")
-    return out
+    return [f"{rel}:{node.lineno}: {sorted(literal_strings(node))}"
+            for rel, node in scanned(root, ("tilesim", "tools", "benchmarks"), ("tilesim/matrix/dtypes.py",))
+            if not isinstance(node, ast.Dict) and both <= literal_strings(node)]
 
 
 def test_truncated_f32_types_are_one_property(tmp_path: Path) -> None:
