@@ -4,7 +4,8 @@ of the element-by-element store it short-cuts: the same output bits, provenance 
 
 Each program is simulated twice, as ``simulate`` runs it and with the tile path switched off (the
 store as it was before). The programs: the GEMM examples on every target at several sizes (ragged
-ones mask their edge tiles and take the general store), a GEMM storing its transpose, a planted C layout (its records are not the
+ones mask their edge tiles and take the general store), a GEMM storing its transpose, GEMMs storing
+their tiles in another order than the waves' or only some of them, a planted C layout (its records are not the
 tile's row-major order: values element by element, provenance per tile), stores of NaN results
 (element by element: a NaN's bits go through the float64 cast), and a second store to an output
 (the provenance leaves its per-tile form).
@@ -34,8 +35,29 @@ def _gemm_t(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.
     ts.store(C[tn * op.n:, tm * op.m:], acc, transpose=True)
 
 
+@ts.kernel
+def _gemm_placed(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
+                 mma="v_wmma_f32_16x16x16_f16", swap=False, rows=1):
+    """Tile (tm, tn)'s product stored at tile (tn, tm) (``swap``: every tile, in another order than
+    the waves'), or only ``1 / rows`` of the tile rows computed and stored (some tiles unwritten)."""
+    op = ts.mma_op(mma)
+    ts.grid(A.shape[0] // op.m // rows, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f32")
+    for k in ts.range(0, A.shape[1], op.k):
+        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+    if swap:
+        ts.store(C[tn * op.n:, tm * op.m:], acc)
+    else:
+        ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+
 def _cases() -> list[tuple[str, ts.Program, dict[str, np.ndarray]]]:
     out = []
+    for target, mma in (("gfx1201", "v_wmma_f32_16x16x16_f16"), ("gfx942", "v_mfma_f32_32x32x8f16")):
+        for kw in (dict(swap=True), dict(rows=2)):
+            p = _gemm_placed.specialize(target=target, M=64, N=64, K=32, mma=mma, **kw)
+            out.append((f"placed {kw} {target}", p, gemm_mod.inputs(p)))
     for target, mma in gemm_mod.CONFIGS:
         p = _gemm_t.specialize(target=target, M=64, N=32, K=32, mma=mma)
         out.append((f"transposed store {target} {mma}", p, gemm_mod.inputs(p)))

@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from tilesim.wave.storage import put_tiles
+
 __all__ = ["Provenance", "ProvenanceMap"]
 
 _CHUNK = 1 << 16  # elements per slice of a store (peak memory: 0.5 MiB of indices)
@@ -50,8 +52,7 @@ class Provenance:
         never written before, so each count is 0 or 1: :meth:`counts`). ``tiles``: the same windows as
         distinct ``h x w`` tiles (tile row, tile col, h, w), which no two waves share."""
         if self.written is not None and tiles is not None and not self.written.any():
-            ti, tj, h, wd = tiles  # nothing written yet and disjoint windows: every write is fresh
-            self.written.reshape(self.shape[0] // h, h, self.shape[1] // wd, wd)[ti, :, tj, :] = True
+            put_tiles(self.written.reshape(self.shape), *tiles, True)  # nothing written yet, disjoint windows
             self.windows.append((base.copy(), off, wg_of, wave_of, rec, vid))
             return True
         if self.written is not None:

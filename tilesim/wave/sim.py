@@ -44,7 +44,7 @@ from tilesim.wave.lds_tr import run_lds_load_tr
 from tilesim.wave.provenance import Provenance, ProvenanceMap
 from tilesim.wave.kernels import gather_windows
 from tilesim.wave.images import RegisterMap, Registers, TileImage, WindowImage, WriteCounts, tile_elements
-from tilesim.wave.storage import storage_dtype, tensor_bits, tensor_storage
+from tilesim.wave.storage import put_tiles, storage_dtype, tensor_bits, tensor_storage
 from tilesim.wave.lds import Lds
 from tilesim.wave.lds_fused import run_lds_loop
 from tilesim.wave.mma import run_mma
@@ -327,8 +327,7 @@ class _Sim:
                 and t.flags.c_contiguous and not np.isnan(img.tile).any():
             # disjoint windows that are whole tiles laid out as the accumulator's tile: one block copy
             # (the same writes; no element is written twice, so their order does not matter)
-            ti, tj, h, w = tiles
-            t.reshape(t.shape[0] // h, h, t.shape[1] // w, w)[ti, :, tj, :] = img.tile.reshape(-1, h, w)
+            put_tiles(t, *tiles, img.tile.reshape(-1, *tiles[2:]))
             g_start = self.G  # (nothing left for the loop below)
         else:
             g_start = 0

@@ -5,6 +5,7 @@ An f16/f32/f64 tensor's values are exactly that type's, so holding them in it lo
 its encoded bits are a view (no copy). A caller's input array already in the type is used as it
 is, read-only (the simulator copies it before a store to it), unless it holds a NaN: a signalling
 NaN's bits change in the conversion every other input goes through, so those arrays are converted.
+:func:`put_tiles` writes whole tiles into a held tensor (a store of disjoint tiles, tilesim/wave/sim.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from tilesim.matrix.dtypes import DType, dtype, encode_bits
 from tilesim.matrix.numerics import quantize
 
-__all__ = ["storage_dtype", "tensor_bits", "tensor_storage"]
+__all__ = ["put_tiles", "storage_dtype", "tensor_bits", "tensor_storage"]
 
 _CHUNK = 1 << 18  # inputs are converted this many elements at a time (no float64 copy of the whole)
 
@@ -67,3 +68,25 @@ def tensor_bits(t: np.ndarray, dt: Any) -> np.ndarray:
     if _native(d) and t.dtype == d.np:
         return np.ascontiguousarray(t).reshape(-1).view(np.dtype(f"uint{d.bits}"))
     return encode_bits(t, d).reshape(-1)
+
+
+def put_tiles(a: np.ndarray, ti: np.ndarray, tj: np.ndarray, h: int, w: int, src: Any) -> None:
+    """``a[ti[g]*h:(ti[g]+1)*h, tj[g]*w:(tj[g]+1)*w] = src[g]`` for every ``g`` (``src``: ``[G, h, w]``, or
+    one value for all), the tiles ``(ti, tj)`` distinct; ``a`` C-contiguous, its sides multiples of
+    ``(h, w)``. When the tiles are all of ``a``'s, one strided copy (a GEMM's waves, tile row fastest,
+    need no reordering), else numpy's fancy assignment (h-row runs of w elements)."""
+    Ti, Tj = a.shape[0] // h, a.shape[1] // w
+    a4 = a.reshape(Ti, h, Tj, w)
+    if ti.size != Ti * Tj:
+        a4[ti, :, tj, :] = src
+        return
+    if np.ndim(src) == 0:  # every tile, one value
+        a[...] = src
+        return
+    g = np.arange(ti.size)
+    if np.array_equal(ti, g % Ti) and np.array_equal(tj, g // Ti):
+        a4[...] = src.reshape(Tj, Ti, h, w).transpose(1, 2, 0, 3)
+        return
+    order = np.empty(ti.size, np.int64)
+    order[ti * Tj + tj] = g
+    a4[...] = src[order].reshape(Ti, Tj, h, w).transpose(0, 2, 1, 3)
