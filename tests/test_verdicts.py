@@ -273,3 +273,16 @@ def test_heatmap_of_a_sim_mismatch(files, tmp_path, capsys):
     svg = tmp_path / "heat.svg"
     assert main(["run", files["wrong_nv"], "--device", "none", "--heatmap", str(svg)]) == 1
     assert "lane 5, v" in svg.read_text()
+
+
+def test_run_help_names_every_verdict_and_leaves_exit_statuses_to_the_table():
+    """0.8.0's `tilesim run --help` left EMULATED_MATCH/EMULATED_MISMATCH out and restated the exit rule
+    without EMULATED_MISMATCH; the statuses are the one table of `tilesim --help` (checked above)."""
+    import argparse
+
+    from tilesim.cli.parser import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    text = sub.choices["run"].description
+    assert set(re.findall(r"\b[A-Z][A-Z_]{3,}\b", text)) == set(VERDICTS)
+    assert not re.search(r"\b[Ee]xits? [0-9] on\b", text)  # "exit 1 on X, Y": a second table

@@ -182,11 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Verdicts: MATCH / MISMATCH (device ran; with blame) / SIM_MISMATCH (the "
                         "simulation differs from the file's reference(), with blame) / CHECK_FAILED (`tilesim check` "
                         "errors) / COMPILE_ONLY / SIMULATED_ONLY (simulation right; the reason says why it went no "
-                        "further) / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past the watchdog). "
-                        "Never MATCH without a device run; a program check rejects or whose simulation differs from "
-                        "reference() never exits 0, and without a reference() a passing verdict says the result was "
-                        "not judged. Exit 1 on MISMATCH, "
-                        "SIM_MISMATCH or CHECK_FAILED, else 3 on DEVICE_ERROR, else 0 (table: `tilesim --help`).")
+                        "further) / EMULATED_MATCH / EMULATED_MISMATCH (--device emulator: tilesim's ISA emulator "
+                        "ran the compiled code) / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past "
+                        "the watchdog). Never MATCH without a device run; a program check rejects or whose simulation "
+                        "differs from reference() never exits 0, and without a reference() a passing verdict says the "
+                        "result was not judged. Each verdict's exit status: the table of `tilesim --help`.")
     rn.add_argument("file")
     rn.add_argument("--target", default=None)
     rn.add_argument("--device", choices=("auto", "none", "emulator"), default="auto",
