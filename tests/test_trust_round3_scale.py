@@ -68,3 +68,25 @@ def test_the_right_kernel_passes_at_every_scale(scale):
         warnings.simplefilter("ignore")
         v = run(prog, device="none", reference={"C": want}, **arrays)
     assert v.ok, v
+
+
+def test_a_reference_that_ignores_its_inputs_keeps_the_tile_scale():
+    """A reference() that returns stored results (golden files) gives the same arrays on |inputs|:
+    that is no |A||B| bound, and an element that cancels to ~0 must not be judged against its own
+    size (without the old `+ 1` it would fail a right kernel)."""
+    from tilesim.diff.reference import check_reference
+
+    prog, arrays, want = _case("", 1.0)
+    A, B = arrays["A"].copy(), arrays["B"].copy()
+    A[:, 32:] = A[:, :32]
+    B[32:, 3] = -B[:32, 3]  # column 3 of A @ B is exactly 0 in real arithmetic, from terms of size ~1
+    arrays = {"A": A, "B": B}
+    want = A.astype(np.float64) @ B.astype(np.float64)
+    assert np.abs(want[:, 3]).max() == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ts.simulate(prog, **arrays).outputs
+    stored = {"C": want}
+    assert check_reference(prog, got, stored, arrays, magnitude=stored).ok
+    v = run(prog, device="none", reference=stored, reference_magnitude=stored, **arrays)
+    assert v.ok, v

@@ -49,7 +49,7 @@ from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.numerics import quantize, tolerance
 
 __all__ = ["ReferenceCheck", "check_reference", "inexact_inputs", "magnitude_inputs", "result_tolerance",
-           "rounded_inputs"]
+           "rounded_inputs", "usable_magnitude"]
 
 _FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row)
 
@@ -164,6 +164,26 @@ def magnitude_inputs(prog: Program, arrays: dict[str, np.ndarray]) -> dict[str, 
     return out
 
 
+def usable_magnitude(reference: object, magnitude: object, arrays: dict[str, np.ndarray] | None) -> dict:
+    """``magnitude`` less the outputs where it is no bound: where some input is negative but the
+    reference on ``|inputs|`` equals the reference itself, element for element (a reference that
+    returns stored results, or ignores signs), it says nothing of the ``|A| |B|`` terms, and an
+    element that cancels to ~0 would be judged against its own size. Those keep the tile's scale."""
+    if not isinstance(magnitude, dict) or not isinstance(reference, dict):
+        return {}
+    signed = any(np.asarray(a).dtype.kind in "fi" and np.any(np.asarray(a) < 0) for a in (arrays or {}).values())
+    out = {}
+    for name, mag in magnitude.items():
+        try:
+            same = signed and np.array_equal(np.asarray(mag, np.float64), np.asarray(reference.get(name), np.float64),
+                                             equal_nan=True)
+        except (TypeError, ValueError):
+            continue
+        if not same:
+            out[name] = mag
+    return out
+
+
 def per_element_scale(ref: np.ndarray, magnitude: object) -> np.ndarray | None:
     """The per-element scale ``max(|ref|, magnitude)``, or None (the tile's scale) when ``magnitude``
     is missing, misshapen, or below ``|ref|`` somewhere (the reference is not monotone)."""
@@ -232,7 +252,7 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
     shapes = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
     rtol, atol = result_tolerance(prog, arrays, simulated=True)
     max_abs, bad, per_element = [], [], []
-    magnitude = magnitude if isinstance(magnitude, dict) else {}
+    magnitude = usable_magnitude(reference, magnitude, arrays)
     for name, ref in reference.items():
         if name not in shapes:
             raise TilesimError(f"the reference names {str(name)[:80]!r}, which is not an output tensor; "

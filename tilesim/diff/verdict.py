@@ -54,7 +54,7 @@ from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
 from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, loose_note, simulation_errors, unjudged_note
 from tilesim.diff.reference import (ReferenceCheck, beyond, check_reference, inexact_inputs, per_element_scale,
-                                    result_tolerance)
+                                    result_tolerance, usable_magnitude)
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
 from tilesim.hw import amd, nvidia, offline  # module attributes, looked up at call time (tests replace them)
 from tilesim.hw.watchdog import Opaque, guarded_call
@@ -308,7 +308,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     # an LDS race or disagreeing replicas the simulator saw leave the device's result undefined
     judge = _Judge(prog, check_errors + simulation_errors(res), res, ref, reference)
     judge.inexact = inexact_inputs(prog, arrays) if reference is not None else []
-    judge.magnitude = dict(reference_magnitude) if isinstance(reference_magnitude, dict) else {}
+    judge.magnitude = usable_magnitude(reference, reference_magnitude, arrays)
     try:
         em = emit_hip(prog)
     except CodegenError as e:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import LayoutError, TilesimError, choices
-from tilesim.files import read_input, strict_json
+from tilesim.files import check_keys, read_input, strict_json
 from tilesim.frameworks.gluon import SPECS, DistributedLinearLayout
 from tilesim.frameworks.ttg_text import looks_like_ttg, parse_ttg
 from tilesim.frameworks.verdict import LayoutCheck, verdict
@@ -148,7 +148,8 @@ def parse_spec(spec: Any) -> Any:
         _depth(spec, _MAX_DEPTH)
     if isinstance(spec, dict):
         if "spec" in spec and isinstance(spec["spec"], (dict, str)) and "bases" not in spec:
-            spec = spec["spec"]  # {"spec": ...} wrapper (the golden files' form, minus the bases)
+            # {"spec": ...} wrapper (the golden files' form, minus the bases); nothing beside it is read
+            spec = check_keys(spec, "layout spec JSON wrapper", ("spec",), (), LayoutError)["spec"]
         if isinstance(spec, dict):
             if "layout" not in spec and "bases" not in spec:
                 raise LayoutError(f"layout spec JSON needs a \"layout\" key (a class name) or \"bases\"; got keys "
@@ -175,6 +176,8 @@ def parse_spec(spec: Any) -> Any:
 def _from_bases_json(doc: dict) -> DistributedLinearLayout:
     """Triton's printed form ``{"bases": {"register": ..., "lane": ..., "warp": ..., "block": ...}, "shape": [...]}``."""
     b = doc["bases"]
+    if "shape" in doc:  # a key not read (a misspelt "shpae", an "order") is refused, never ignored
+        check_keys(doc, "bases JSON", ("bases", "shape"), (), LayoutError)
     if not isinstance(b, dict) or "shape" not in doc:
         raise LayoutError("bases JSON needs {\"bases\": {\"register\": ..., \"lane\": ...}, \"shape\": [...]}")
     unknown = sorted(set(map(str, b)) - {"register", "lane", "warp", "block"})

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tilesim.errors import VerifyError, choices
+from tilesim.errors import LayoutError, VerifyError, choices
 from tilesim.files import check_keys, strict_json
 from tilesim.ir.ops import BLOCK_KINDS, INT_MAX, KINDS, OP_KINDS, TENSOR_KINDS, OpError, check_attrs, valid_name
 from tilesim.layouts.layout import Layout
@@ -282,8 +282,6 @@ class Program:
 _PROGRAM_KEYS = ("format", "name", "target", "wave_size", "waves_per_workgroup", "grid", "sizes", "tensors", "body")
 _OP_KEYS = ("kind", "out", "args", "attrs")
 _VALUE_KEYS = ("id", "kind"), ("dtype", "layout", "lds", "name")
-# what tilesim.layouts.render.to_json writes for a layout (locations: derived, checked when present)
-_LAYOUT_KEYS = ("format", "in_dims", "out_dims", "elem_bits", "pairs"), ("locations", "location_fields")
 
 
 def _list(x: Any, where: str, n: int | None = None) -> list[Any]:
@@ -382,14 +380,10 @@ def _value_from(d: Any, values: dict[int, Value]) -> Value | None:
 
 
 def _layout_from(d: Any, where: Any) -> Layout:
-    check_keys(d, f"value {ascii(where)[:40]} layout", *_LAYOUT_KEYS, VerifyError)
-    lay = from_json(json.dumps(d))
-    if _LAYOUT_KEYS[1][0] in d or _LAYOUT_KEYS[1][1] in d:
-        canon = json.loads(to_json(lay))
-        for k in _LAYOUT_KEYS[1]:
-            if d.get(k) != canon.get(k):  # derived from the pairs: a reader must not see another table
-                raise VerifyError(f"value {ascii(where)[:40]} layout: {k} differ from what its pairs give")
-    return lay
+    try:
+        return from_json(json.dumps(d))  # every key known, the derived tables equal to the pairs'
+    except LayoutError as e:
+        raise VerifyError(f"value {ascii(where)[:40]} layout: {e}") from None
 
 
 def _ref(i: Any, values: dict[int, Value]) -> Value:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tilesim.errors import LayoutError, choices
-from tilesim.files import strict_json
+from tilesim.files import check_keys, strict_json
 from tilesim.layouts.layout import Layout
 
 __all__ = ["FORMATS", "render", "render_matrix", "render_registers", "to_json", "from_json", "to_csv"]
@@ -164,6 +164,10 @@ def _int_table_json(a: np.ndarray) -> str:
     return "[" + b[b != 0].tobytes().decode("ascii")[:-1] + "]"
 
 
+# what to_json writes: the fields read, and the derived tables (checked against the pairs when present)
+LAYOUT_KEYS = ("format", "in_dims", "out_dims", "elem_bits", "pairs"), ("locations", "location_fields")
+
+
 def from_json(text: str) -> Layout:
     try:
         doc = strict_json(text, "layout JSON", LayoutError)  # a key twice is refused, not the last kept
@@ -171,10 +175,17 @@ def from_json(text: str) -> Layout:
             if not isinstance(doc, dict):
                 raise LayoutError(f"not a tilesim layout document (a JSON {type(doc).__name__})")
             raise LayoutError(f"not a tilesim layout document (format {doc.get('format')!r})")
+        check_keys(doc, "layout JSON", *LAYOUT_KEYS, LayoutError)  # a key not read is refused, never ignored
         ind = [tuple(d) for d in doc["in_dims"]]
         outd = [tuple(d) for d in doc["out_dims"]]
         pairs = np.asarray(doc["pairs"], dtype=np.int64).reshape(-1, len(ind) + len(outd))
-        return Layout.from_pairs(ind, outd, pairs[:, : len(ind)], pairs[:, len(ind):], elem_bits=doc["elem_bits"])
+        lay = Layout.from_pairs(ind, outd, pairs[:, : len(ind)], pairs[:, len(ind):], elem_bits=doc["elem_bits"])
+        if any(k in doc for k in LAYOUT_KEYS[1]):
+            canon = json.loads(to_json(lay))
+            for k in LAYOUT_KEYS[1]:
+                if doc.get(k) != canon.get(k):  # derived from the pairs: a reader must not see another table
+                    raise LayoutError(f"layout JSON: {k} differ from what its pairs give")
+        return lay
     except LayoutError:
         raise
     except (ValueError, KeyError, TypeError, IndexError, OverflowError, RecursionError) as e:
