@@ -231,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="operand the layout is used as (default: A/B from a DotOperandLayout, else C)")
     cl.add_argument("--instr", default=None, help="instruction (default: from the layout's kind, instr_shape "
                     "and --dtype)")
-    cl.add_argument("--dtype", default="f16", help="A/B element type used to pick the instruction (default f16)")
+    cl.add_argument("--dtype", default=None, help="A/B element type used to pick the instruction (default: a dot "
+                    "operand tensor<...>'s element type, else f16)")
     cl.add_argument("--format", choices=("text", "json"), default="text")
     cl.add_argument("--picture", metavar="OUT.svg", default=None,
                     help="also write the layout's thread-value picture (warp, lane, register per element) as SVG")

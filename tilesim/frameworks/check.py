@@ -33,7 +33,7 @@ import numpy as np
 from tilesim.errors import LayoutError, TilesimError, choices
 from tilesim.files import check_keys, read_input, strict_json
 from tilesim.frameworks.gluon import SPECS, DistributedLinearLayout
-from tilesim.frameworks.ttg_text import looks_like_ttg, parse_ttg
+from tilesim.frameworks.ttg_text import ELEMENT_TYPES, looks_like_ttg, parse_ttg
 from tilesim.frameworks.verdict import LayoutCheck, verdict
 from tilesim.layouts.layout import Layout
 from tilesim.matrix.catalog import instructions, lookup
@@ -187,6 +187,28 @@ def _from_bases_json(doc: dict) -> DistributedLinearLayout:
                                    doc["shape"])
 
 
+def _tensor_elem(spec: Any) -> str | None:
+    """The element type of a ``tensor<…>``/``!ttg.memdesc<…>`` spec text, as Triton prints it."""
+    return parse_ttg(spec).element_type if isinstance(spec, str) and looks_like_ttg(spec) else None
+
+
+def _operand_dtype(spec: Any, implied: str | None, dtype: str | None) -> str:
+    """The A/B element type: the dot operand tensor's own (a contradicting ``dtype`` is refused, as an
+    ignored element type let an i8 operand be checked as f16's and MATCH), else ``dtype``, else f16."""
+    elem = _tensor_elem(spec) if implied else None
+    if elem is None:
+        return dtype or "f16"
+    mine = ELEMENT_TYPES.get(elem)
+    if mine is None:
+        if dtype is None:
+            raise LayoutError(f"tensor element type {elem[:40]!r} is not one tilesim maps to an A/B type "
+                              f"({choices(sorted(ELEMENT_TYPES))}); pass --dtype")
+        return dtype
+    if dtype is not None and dtype != mine:
+        raise LayoutError(f"--dtype {dtype} contradicts the tensor's element type {elem} ({mine})")
+    return mine
+
+
 # --------------------------------------------------------------------------- which instruction
 def _describe(spec: Any) -> tuple[str, str | None, str | None, tuple[int, ...] | None, Any]:
     """(class name, instruction kind, operand it implies, instr_shape, result-layout spec)."""
@@ -259,11 +281,12 @@ def _tile(lay: Layout, rows: int, cols: int, transposed: bool) -> Layout:
 
 
 def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str | None = None,
-                 dtype: str = "f16", shape: Any = None, triton_version: str | None = None) -> LayoutCheck:
+                 dtype: str | None = None, shape: Any = None, triton_version: str | None = None) -> LayoutCheck:
     """Does ``spec``, as ``operand`` of one instruction on ``arch``, hold what the instruction reads/writes?
 
     ``operand`` defaults to the spec's own (A/B for a ``DotOperandLayout``, else C); ``instr`` defaults
-    to the instruction the spec's kind, ``instr_shape`` and ``dtype`` (the A/B element type) name.
+    to the instruction the spec's kind, ``instr_shape`` and ``dtype`` (the A/B element type) name;
+    ``dtype`` defaults to the element type of a dot operand's ``tensor<…>`` type, else f16.
     ``shape`` is the tensor shape to lay out (default: one instruction tile); its corner is compared.
     ``triton_version`` ("3.6" or "3.9") picks whose register numbering to use where they differ.
     Raises ``TilesimError`` on bad input; a layout that does not fit is an answer, not an error.
@@ -272,6 +295,7 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
     obj = parse_spec(spec)
     text = str(spec).strip() if isinstance(spec, str) and not spec.strip().endswith(".json") else _spec_text(obj)
     cls, kind, implied, instr_shape, result = _describe(obj)
+    dtype = _operand_dtype(spec, implied, dtype)
     if operand is None:
         op = implied or "C"
     else:
@@ -304,6 +328,8 @@ def check_layout(spec: Any, arch: str, *, operand: str | None = None, instr: str
                           f"{choices(instructions(target.name), limit=12)})")
     else:
         row, notes = _infer(target.name, kind, instr_shape, dtype)
+    if implied and instr is not None and _tensor_elem(spec) and row.types[0] != dtype:
+        raise LayoutError(f"{row.mnemonic} reads {row.types[0]} operands; the layout is of a {dtype} tensor")
     if row.blocks != 1:
         raise LayoutError(f"{row.mnemonic} computes {row.blocks} blocks at once; check-layout compares single-block "
                           "instructions only")

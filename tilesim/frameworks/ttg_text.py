@@ -287,6 +287,12 @@ _BUILDERS: dict[str, tuple[tuple[str, ...], Any]] = {
 
 
 # --------------------------------------------------------------------------- entry points
+# MLIR element types as Triton prints them -> tilesim's A/B element types (Triton's i8 is signless;
+# its MFMA/WMMA lowering reads it as signed)
+ELEMENT_TYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i8": "i8",
+                 "f8E4M3FNUZ": "fp8_fnuz", "f8E5M2FNUZ": "bf8_fnuz", "f8E4M3FN": "fp8_ocp", "f8E5M2": "bf8_ocp"}
+
+
 @dataclass(frozen=True)
 class TtgType:
     """A parsed ``tensor<...>`` / ``!ttg.memdesc<...>`` (or a bare attribute: ``shape`` None)."""
@@ -320,6 +326,9 @@ def parse_ttg(text: str) -> TtgType:
         r.i += 1
         *dims, elem = d.text.split("x")
         shape = tuple(int(x) for x in dims)
+        if any(not 1 <= x < 2 ** 31 for x in shape):  # Triton prints no such tensor: never ignored
+            raise TtgParseError(f"tensor shape {d.text[:60]} at position {d.pos}: each size must be 1 to 2**31-1",
+                                d.text[:60], d.pos)
         r.take(",")
         a = r.attr()
         if t.kind == "memdesc":  # the memory space, mutability and alloc shape follow; only these are known
