@@ -475,17 +475,10 @@ class Lds:
     def store(self, buf: Value, c: Codec, regs: np.ndarray, acc: _Access, active: np.ndarray,
               src_dtype: str | None = None) -> None:
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
+        if self._bit_move(buf, c, acc, eb) and self.move_bits(
+                buf, np.take(c.slot_view(regs), c.slots, axis=-1), acc, active):  # (per record, the element's width)
+            return
         self._mark(acc, eb, active)
-        if self._bit_move(buf, c, acc, eb):
-            bits = np.take(c.slot_view(regs), c.slots, axis=-1)  # per record, in the element's width
-            if not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
-                flat = self._flat(acc, eb)
-                unit = self.mem.view(bits.dtype).reshape(-1)
-                if active.all():
-                    unit[flat] = bits
-                else:
-                    unit[flat[active]] = bits[active]
-                return
         src = src_dtype or c.dt.name  # the fragment's type, cast to the buffer's (numerics.cast)
         bits = encode(cast(c.decode(regs), src, buf.dtype), buf.dtype)  # type: ignore[arg-type]
         self.maybe_nan = True
@@ -498,6 +491,21 @@ class Lds:
         wgi = self.wg_of[act][:, None].repeat(addr.shape[1] * eb, 1)
         byte_addr = (addr[act][:, :, None] + np.arange(eb)).reshape(int(act.sum()), -1)
         self.mem[wgi, byte_addr] = byt[act].reshape(int(act.sum()), -1)
+
+    def move_bits(self, buf: Value, bits: np.ndarray, acc: _Access, active: np.ndarray) -> bool:
+        """The store of a bit move (``_bit_move``) of element bits ``bits[wave, record]``, as they are;
+        False (nothing stored) when one is a NaN pattern: ``store``'s general path stores those."""
+        if _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
+            return False
+        eb = buf.lds.elem_bytes  # type: ignore[union-attr]
+        self._mark(acc, eb, active)
+        flat = self._flat(acc, eb)
+        unit = self.mem.view(bits.dtype).reshape(-1)
+        if active.all():
+            unit[flat] = bits
+        else:
+            unit[flat[active]] = bits[active]
+        return True
 
     def _mark(self, acc: _Access, eb: int, active: np.ndarray) -> None:
         """Mark the bytes a store of the ``active`` waves writes (once per access: bytes stay written)."""

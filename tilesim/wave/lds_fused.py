@@ -53,7 +53,7 @@ from tilesim.ir.ops import BINOPS, KINDS
 from tilesim.wave import kernels
 from tilesim.wave.fused import LoopHost
 from tilesim.wave.images import TileImage, WindowImage
-from tilesim.wave.kernels import mma_chain
+from tilesim.wave.kernels import gather_windows, mma_chain
 from tilesim.wave.lds import BIT_MOVE_TYPES, Lds
 from tilesim.wave.mma import fast_spec
 
@@ -573,8 +573,11 @@ def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: ran
     for i in sorted(last.values()):
         ev = w.stores[i]
         ld, s = ev.src  # type: ignore[misc]
-        lds.store(ev.op.args[0], sim.codec_of(ev.op.args[1]), _window(sim, ld, w, s).image(), ev.acc, sim.active,
-                  ev.op.args[1].dtype)
+        buf, c, win = ev.op.args[0], sim.codec_of(ev.op.args[1]), _window(sim, ld, w, s)
+        # a bit move (walk: _bit_move_type, aligned) of the window's elements: their bits per record
+        # as the image's slots hold them (WindowImage), unless one is a NaN pattern
+        if not lds.move_bits(buf, gather_windows(win.bits, win.base, win.off[c.slots]), ev.acc, sim.active):
+            lds.store(buf, c, win.image(), ev.acc, sim.active, ev.op.args[1].dtype)
     # loads last defined in a fused step (a load in a branch the last iteration skips)
     for ld in shape.loads.values():
         steps = np.flatnonzero(w.live[id(ld)][:fused.stop])
