@@ -39,7 +39,7 @@ from tilesim.matrix.numerics import cast
 from tilesim.wave.codec import Codec
 from tilesim.wave.kernels import lds_bank_cycles, lds_races
 
-__all__ = ["BIT_MOVE_TYPES", "Lds"]
+__all__ = ["BIT_MOVE_TYPES", "Lds", "has_nan"]
 
 # register types whose decode -> encode round trip keeps every non-NaN bit pattern, and the test
 # for a NaN pattern of each (exponent all ones, mantissa not zero)
@@ -48,7 +48,7 @@ _BIT_MOVE = {"f16": (np.uint16, 0x7FFF, 0x7C00), "bf16": (np.uint16, 0x7FFF, 0x7
 BIT_MOVE_TYPES = tuple(_BIT_MOVE)  # (tilesim/wave/lds_fused.py composes these moves)
 
 
-def _has_nan(bits: np.ndarray, dt: str) -> bool:
+def has_nan(bits: np.ndarray, dt: str) -> bool:
     unit, mask, inf = _BIT_MOVE[dt]
     return bool(((bits & unit(mask)) > unit(inf)).any())
 
@@ -495,7 +495,7 @@ class Lds:
     def move_bits(self, buf: Value, bits: np.ndarray, acc: _Access, active: np.ndarray) -> bool:
         """The store of a bit move (``_bit_move``) of element bits ``bits[wave, record]``, as they are;
         False (nothing stored) when one is a NaN pattern: ``store``'s general path stores those."""
-        if _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
+        if has_nan(bits, buf.dtype):  # type: ignore[arg-type]
             return False
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         self._mark(acc, eb, active)
@@ -564,7 +564,7 @@ class Lds:
                 acc.flat_slots = self._per_wave(acc, (acc.per_origin // eb)[:, c._slot_plan[1]], eb)
                 acc.slots_width = self.mem.shape[1]
             bits = self.mem.view(c._unit).reshape(-1)[acc.flat_slots]
-            if not self.maybe_nan or not _has_nan(bits, buf.dtype):  # type: ignore[arg-type]
+            if not self.maybe_nan or not has_nan(bits, buf.dtype):  # type: ignore[arg-type]
                 return c.from_slots(bits)
         addr = acc.addr
         if self._aligned(acc, eb):  # aligned elements: read each as one unit

@@ -54,7 +54,7 @@ from tilesim.wave import kernels
 from tilesim.wave.fused import LoopHost
 from tilesim.wave.images import TileImage, WindowImage
 from tilesim.wave.kernels import gather_windows, mma_chain
-from tilesim.wave.lds import BIT_MOVE_TYPES, Lds
+from tilesim.wave.lds import BIT_MOVE_TYPES, Lds, has_nan
 from tilesim.wave.mma import fast_spec
 
 __all__ = ["LdsLoopHost", "run_lds_loop"]
@@ -506,8 +506,9 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
     a, b = (_operand(sim, shape, w, i, fused) for i in (0, 1))
     if a is None or b is None:
         return 0
-    vals = [_values(sim, x, shape.spec.hws[n].dt.name, shape.spec.fast[1 + 2 * i]) for i, (n, x) in enumerate(zip("AB", (a, b)))]
-    if any(np.isnan(v).any() for v in vals):
+    luts = shape.spec.fast[1], shape.spec.fast[3]
+    bits = [sim.bits_of(x.tensor, x.src.dt) for x in (a, b)]
+    if any(_any_nan(v, lut, shape.spec.hws[n].dt.name) for v, lut, n in zip(bits, luts, "AB")):
         return 0
     for it in iters[:head]:
         sim.loop_step(loop, it)
@@ -516,8 +517,9 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
         return head
     acc = np.array(raw.tile, np.float32, order="C")
     small = max(sim.tensors[a.tensor].size, sim.tensors[b.tensor].size) < 2**31 // 64
-    acc = mma_chain(vals[0], a.base.astype(np.int32) if small else a.base, a.off,
-                    vals[1], b.base.astype(np.int32) if small else b.base, b.off, acc, shape.spec.fast[4], inplace=True)
+    acc = mma_chain(bits[0], a.base.astype(np.int32) if small else a.base, a.off,
+                    bits[1], b.base.astype(np.int32) if small else b.base, b.off, acc, shape.spec.fast[4], inplace=True,
+                    lut_a=luts[0], lut_b=luts[1])
     if acc is None:
         return head  # a NaN result: the rest step by step, nothing of the fused steps reported yet
     _leave_state(sim, loop, shape, w, fused)
@@ -528,13 +530,15 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
     return T
 
 
-def _values(sim: LdsLoopHost, x: _Operand, hw_dt: str, lut: np.ndarray) -> np.ndarray:
-    """The source tensor's elements as the instruction reads their bits (the tensor itself when the
-    types agree: encoding then decoding a value of the type is the identity)."""
-    t = sim.tensors[x.tensor]
-    if sim.p.tensor(x.tensor).dtype == x.src.dt.name == hw_dt:
-        return t.reshape(-1)
-    return lut[sim.bits_of(x.tensor, x.src.dt)]
+def _any_nan(bits: np.ndarray, lut: np.ndarray, hw_dt: str) -> bool:
+    """Whether a source tensor's bits (the global load's type) hold a NaN as the instruction reads
+    them (``lut``, its decode table: the chain decodes the windows it reads through it)."""
+    nan = np.isnan(lut)
+    if not nan.any():
+        return False
+    if hw_dt in BIT_MOVE_TYPES and bits.dtype.itemsize * 8 == lut.size.bit_length() - 1:
+        return has_nan(bits, hw_dt)  # (a bit test, no gather)
+    return bool(nan[bits].any())
 
 
 def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: range) -> None:
