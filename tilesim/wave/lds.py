@@ -87,7 +87,7 @@ _ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whos
 class _Access:
     """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
 
-    __slots__ = ("_addr", "aligned", "banks", "codec", "flat", "flat_slots", "origin", "per_origin", "slots_width",
+    __slots__ = ("_addr", "aligned", "banks", "codec", "cols", "flat", "flat_slots", "origin", "per_origin", "runs", "slots_width",
                  "token", "uniform", "wg0", "width")
 
     def __init__(self, token: int, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
@@ -101,6 +101,8 @@ class _Access:
         self.flat_slots: np.ndarray | None = None  # the same per register slot (loads)
         self.width = self.slots_width = -1  # the LDS row length (bytes) flat, flat_slots were computed for
         self.wg0: list[tuple[int, int]] | None = None  # the elements workgroup 0 accesses (_wg0_runs)
+        self.runs: list[tuple[int, int, np.ndarray]] | None = None  # a store's runs (_store_runs; []: none)
+        self.cols: np.ndarray | None = None  # a load's slots' elements of workgroup 0 (load)
         self.banks: dict[Any, tuple[int, int]] = {}
 
     @property
@@ -462,6 +464,22 @@ class Lds:
             acc.wg0 = list(zip(e[np.r_[0, cut]].tolist(), (e[np.r_[cut - 1, e.size - 1]] + 1).tolist()))
         return acc.wg0
 
+    def _store_runs(self, acc: _Access, eb: int) -> list[tuple[int, int, np.ndarray]] | None:
+        """For an access alike in every workgroup whose workgroup-0 waves touch distinct elements
+        (no element stored twice: no order of writes to follow) in a few runs of consecutive
+        elements: each run ``lo:hi`` and the (wave, record) index, wave-major, that writes each of
+        its elements; else None."""
+        if acc.runs is None:
+            e = (acc.per_origin // eb)[acc.origin[:self.W]].reshape(-1)
+            order = np.argsort(e, kind="stable")
+            es = e[order]
+            step = np.diff(es)
+            cut = np.flatnonzero(step != 1) + 1
+            ok = not (step == 0).any() and cut.size < 8
+            acc.runs = [(int(es[a]), int(es[b - 1]) + 1, order[a:b])
+                        for a, b in zip(np.r_[0, cut], np.r_[cut, es.size])] if ok else []
+        return acc.runs or None
+
     def _aligned(self, acc: _Access, eb: int) -> bool:
         if eb not in acc.aligned:
             # every wave's addresses are a row of per_origin (each row some wave's): the same answer, fewer numbers
@@ -499,6 +517,12 @@ class Lds:
             return False
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         self._mark(acc, eb, active)
+        runs = self._store_runs(acc, eb) if self.cached and active.all() and self._uniform(acc, active) else None
+        if runs is not None:  # every workgroup's row: its waves' bits (wave-major) to workgroup 0's runs
+            units, per_wg = self.mem.view(bits.dtype), bits.reshape(self.nwg, -1)
+            for lo, hi, who in runs:
+                units[:, lo:hi] = np.take(per_wg, who, axis=1)
+            return True
         flat = self._flat(acc, eb)
         unit = self.mem.view(bits.dtype).reshape(-1)
         if active.all():
@@ -559,11 +583,17 @@ class Lds:
         """The register image an lds_load of every wave (active or not) reads."""
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         if self._bit_move(buf, c, acc, eb) and c._slot_plan[1] is not None:
-            if acc.flat_slots is None or acc.slots_width != self.mem.shape[1] or not self.cached:
-                # (as _flat, the register slots' columns only)
-                acc.flat_slots = self._per_wave(acc, (acc.per_origin // eb)[:, c._slot_plan[1]], eb)
-                acc.slots_width = self.mem.shape[1]
-            bits = self.mem.view(c._unit).reshape(-1)[acc.flat_slots]
+            if self.cached and self._uniform(acc, self.all_waves):
+                # alike in every workgroup: workgroup 0's waves' columns of every workgroup's row
+                if acc.cols is None:
+                    acc.cols = (acc.per_origin // eb)[:, c._slot_plan[1]][acc.origin[:self.W]].reshape(-1)
+                bits = np.take(self.mem.view(c._unit), acc.cols, axis=1).reshape(self.G, -1)
+            else:
+                if acc.flat_slots is None or acc.slots_width != self.mem.shape[1] or not self.cached:
+                    # (as _flat, the register slots' columns only)
+                    acc.flat_slots = self._per_wave(acc, (acc.per_origin // eb)[:, c._slot_plan[1]], eb)
+                    acc.slots_width = self.mem.shape[1]
+                bits = self.mem.view(c._unit).reshape(-1)[acc.flat_slots]
             if not self.maybe_nan or not has_nan(bits, buf.dtype):  # type: ignore[arg-type]
                 return c.from_slots(bits)
         addr = acc.addr
