@@ -24,18 +24,20 @@ How, and why each step gives the step-by-step bits:
    amount as the wave's first element's source; every pattern must give the same ``off``. Replicated
    operand copies must come from the same tensor element. Anything else (a swizzle that changes with
    the slab, a partial overwrite, a load reading data from before the loop, a cast, a NaN in a
-   source tensor, an out-of-bounds load) falls back: iterations whose operands come from before the
-   loop run step by step first (the *head*); a condition that fails elsewhere leaves the whole loop
-   step by step.
+   source tensor, an out-of-bounds load) falls back: iterations up to the last one whose operands
+   are not one in-loop store of a window (data from before the loop, a read across two stores) run
+   step by step first (the *head*); a condition that fails elsewhere leaves the whole loop step by
+   step.
 4. **Then the state the step-by-step loop leaves.** Only after the chain succeeded (it returns
    None on a NaN result, before anything is reported): op counts, global transactions, every LDS
-   access's bank count and race check in program order (``Lds.check``: its caches make a repeating
-   epoch cheap, and a race in one iteration only is found as step by step) with the written-bytes
-   mask and its reads of unwritten bytes, the LDS bytes (each
-   store whose bytes a later fused store of the same access overwrites is skipped; the others run
-   as the step-by-step store), the register images of loads last defined in a fused step, and the
-   accumulator. The last iteration runs step by step (its register images, the tail of the race
-   state).
+   access's bank count and race check in program order (``Lds.check_epoch``: an epoch that repeats
+   one checked from its start reports its findings again, and a race in one iteration only is found
+   as step by step) with the written-bytes mask and its reads of unwritten bytes, the LDS bytes
+   (each store whose bytes a later fused store of the same access overwrites is skipped; the others
+   move the window's bits as the step-by-step store does), the register images of loads last
+   defined in a fused step, and the accumulator. The last iteration is fused too when every
+   ``lds_load`` of the body feeds the mma: their images are the source tensor's bits at the stored
+   windows' offsets (``_lds_image``, the bits the LDS holds); else it runs step by step.
 
 ``TILESIM_NO_FUSE=1`` (everything step by step) or ``TILESIM_NO_LDS_FUSE=1`` (this loop only) turn it off.
 """
@@ -477,8 +479,9 @@ def _operand(sim: LdsLoopHost, shape: _Shape, w: _Walk, which: int, fused: range
 
 # ---------------------------------------------------------------------------- the loop
 def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
-    """Run the first ``n`` iterations of ``loop`` (a head step by step, then the rest but the last
-    fused) when the loop and the data allow it; returns ``n`` (0: the caller runs them all)."""
+    """Run the first ``n`` iterations of ``loop`` (a head step by step, then the rest fused, the
+    last one too where it can) when the loop and the data allow it; returns ``n`` (0: the caller
+    runs them all)."""
     if sim.exact or len(iters) < 3 or not sim.active.all() or _off():
         return 0
     key = ("lds-fused-shape", id(loop))
@@ -488,7 +491,10 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
     hw_c = shape.spec.hws["C"] if shape is not None else None
     if shape is None or not kernels.available(sim.G * len(iters) * hw_c.rows * hw_c.cols * shape.spec.fast[4]):
         return 0
-    T = len(iters) - 1  # the last iteration runs step by step
+    # the last iteration too when every lds_load of the body feeds the mma (their images come
+    # from the tensors, _lds_image); else it runs step by step
+    body_lds_loads = {id(op) for op in loop.attr("body").ops if op.kind == "lds_load"}
+    T = len(iters) - (not body_lds_loads <= {id(op) for op in shape.operands})
     w = _scalars(sim, loop, iters)
     if w is None or not _walk_events(sim, loop, shape, w, T):
         return 0
@@ -587,6 +593,26 @@ def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: ran
         steps = np.flatnonzero(w.live[id(ld)][:fused.stop])
         if steps.size and steps[-1] >= fused.start:
             sim.set_frag(ld.out, _window(sim, ld, w, int(steps[-1])))
+    if fused.stop == len(w.vals[loop.out.id]):  # the last iteration fused: its lds_loads' images
+        for op in dict.fromkeys(shape.operands):
+            sim.set_frag(op.out, _lds_image(sim, w, op, fused.stop - 1))
+
+
+def _lds_image(sim: LdsLoopHost, w: _Walk, op: Op, t: int) -> np.ndarray:
+    """The register image operand ``lds_load`` ``op`` reads in iteration ``t``: each slot's LDS
+    element is the one its source store event wrote (the coverage map; every element covered),
+    which holds the bits of the stored window's slot that record sits in (``lds.store``'s bit
+    move), so the image is the source tensor's bits at those windows' offsets."""
+    ev, (cov, nrep, _), _ = w.sources[(id(op), t)]  # type: ignore[misc]
+    src_ld, s = ev.src  # type: ignore[misc]
+    c, cs = sim.codec_of(op.out), sim.codec_of(src_ld.out)
+    name = src_ld.attr("tensor")
+    stored = cov[:, c._slot_plan[1]]  # per image slot: the stored (wave relative to the repeat, record)
+    wave, rec = stored // cs.rec.shape[0], stored % cs.rec.shape[0]
+    off = sim.offsets(name, cs, bool(src_ld.attr("transpose")))[0][cs._slot_plan[1]][cs.slots[rec]]
+    base = (w.base[id(src_ld)] if id(src_ld) in w.base else w.pre_base[id(src_ld)])[s]
+    base = base.reshape(nrep, sim.G // nrep)
+    return c.from_slots(sim.bits_of(name, c.dt)[(base[:, wave] + off).reshape(sim.G, -1)])
 
 
 def _window(sim: LdsLoopHost, ld: Op, w: _Walk, t: int) -> WindowImage:
