@@ -491,13 +491,19 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
     hw_c = shape.spec.hws["C"] if shape is not None else None
     if shape is None or not kernels.available(sim.G * len(iters) * hw_c.rows * hw_c.cols * shape.spec.fast[4]):
         return 0
-    # the last iteration too when every lds_load of the body feeds the mma (their images come
-    # from the tensors, _lds_image); else it runs step by step
+    # the last iteration too when every lds_load of the body feeds the mma and their images are
+    # windows of the source tensors (_lds_image); else it runs step by step
     body_lds_loads = {id(op) for op in loop.attr("body").ops if op.kind == "lds_load"}
     T = len(iters) - (not body_lds_loads <= {id(op) for op in shape.operands})
     w = _scalars(sim, loop, iters)
     if w is None or not _walk_events(sim, loop, shape, w, T):
         return 0
+    images = {}
+    if T == len(iters):
+        for op in shape.operands:
+            images[id(op)] = _lds_image(sim, w, op, T - 1) if w.sources.get((id(op), T - 1)) else None
+        if None in images.values():
+            T, images = T - 1, {}
     external = [t for t in range(T) if any(w.sources.get((id(op), t), 0) is None for op in shape.operands)]
     head = external[-1] + 1 if external else 0
     fused = range(head, T)
@@ -528,7 +534,7 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
                     lut_a=luts[0], lut_b=luts[1])
     if acc is None:
         return head  # a NaN result: the rest step by step, nothing of the fused steps reported yet
-    _leave_state(sim, loop, shape, w, fused)
+    _leave_state(sim, loop, shape, w, fused, images)
     regs = TileImage(shape.spec.hw_d, acc)
     sim.regs[shape.init.id] = regs
     sim.regs[shape.mma.out.id] = regs
@@ -547,7 +553,8 @@ def _any_nan(bits: np.ndarray, lut: np.ndarray, hw_dt: str) -> bool:
     return bool(nan[bits].any())
 
 
-def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: range) -> None:
+def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: range,
+                 images: dict[int, WindowImage]) -> None:
     """What the fused iterations leave as the step-by-step loop would (module docstring, step 4)."""
     lds = sim.lds
 
@@ -593,16 +600,18 @@ def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: ran
         steps = np.flatnonzero(w.live[id(ld)][:fused.stop])
         if steps.size and steps[-1] >= fused.start:
             sim.set_frag(ld.out, _window(sim, ld, w, int(steps[-1])))
-    if fused.stop == len(w.vals[loop.out.id]):  # the last iteration fused: its lds_loads' images
-        for op in dict.fromkeys(shape.operands):
-            sim.set_frag(op.out, _lds_image(sim, w, op, fused.stop - 1))
+    for op in dict.fromkeys(shape.operands):  # the last iteration fused: its lds_loads' images
+        if id(op) in images:
+            sim.set_frag(op.out, images[id(op)])
 
 
-def _lds_image(sim: LdsLoopHost, w: _Walk, op: Op, t: int) -> np.ndarray:
+def _lds_image(sim: LdsLoopHost, w: _Walk, op: Op, t: int) -> WindowImage | None:
     """The register image operand ``lds_load`` ``op`` reads in iteration ``t``: each slot's LDS
     element is the one its source store event wrote (the coverage map; every element covered),
     which holds the bits of the stored window's slot that record sits in (``lds.store``'s bit
-    move), so the image is the source tensor's bits at those windows' offsets."""
+    move), so the image is the source tensor's bits at those windows' offsets: a
+    :class:`WindowImage` (gathered when read) where every wave's offsets are one shape moved by a
+    base, else None."""
     ev, (cov, nrep, _), _ = w.sources[(id(op), t)]  # type: ignore[misc]
     src_ld, s = ev.src  # type: ignore[misc]
     c, cs = sim.codec_of(op.out), sim.codec_of(src_ld.out)
@@ -612,7 +621,21 @@ def _lds_image(sim: LdsLoopHost, w: _Walk, op: Op, t: int) -> np.ndarray:
     off = sim.offsets(name, cs, bool(src_ld.attr("transpose")))[0][cs._slot_plan[1]][cs.slots[rec]]
     base = (w.base[id(src_ld)] if id(src_ld) in w.base else w.pre_base[id(src_ld)])[s]
     base = base.reshape(nrep, sim.G // nrep)
-    return c.from_slots(sim.bits_of(name, c.dt)[(base[:, wave] + off).reshape(sim.G, -1)])
+    bits = sim.bits_of(name, c.dt)
+    # the window form: per wave, each source wave's base minus that of the wave's slot 0 the same
+    # in every repeat, and then every wave's offsets relative to its slot 0 the same
+    Wu = base.shape[1]
+    pair = np.zeros((Wu, Wu), bool)
+    pair[np.arange(Wu)[:, None], wave] = True
+    pu, pw = np.nonzero(pair)
+    d = base[:, pw] - base[:, wave[pu, 0]]
+    if (d == d[0]).all():
+        dd = np.zeros((Wu, Wu), np.int64)
+        dd[pu, pw] = d[0]
+        rel = dd[np.arange(Wu)[:, None], wave] + off - off[:, :1]
+        if (rel == rel[0]).all():
+            return WindowImage(c, bits, (base[:, wave[:, 0]] + off[:, 0]).reshape(-1), rel[0], name)
+    return None
 
 
 def _window(sim: LdsLoopHost, ld: Op, w: _Walk, t: int) -> WindowImage:
