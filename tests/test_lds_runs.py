@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import tilesim as ts
+from tests.test_fused import _same
 from tilesim.matrix import lookup
 from tilesim.wave.lds import Lds
-from tests.test_fused import _same
 
 LAY = lookup("v_wmma_f32_16x16x16_f16", "gfx1201").layout("C")  # 16 x 16 f32, every row whole
 

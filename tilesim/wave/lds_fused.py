@@ -37,7 +37,7 @@ How, and why each step gives the step-by-step bits:
    move the window's bits as the step-by-step store does), the register images of loads last
    defined in a fused step, and the accumulator. The last iteration is fused too when every
    ``lds_load`` of the body feeds the mma: their images are the source tensor's bits at the stored
-   windows' offsets (``_lds_image``, the bits the LDS holds); else it runs step by step.
+   windows' offsets (``lds_sources.lds_image``, the bits the LDS holds); else it runs step by step.
 
 ``TILESIM_NO_FUSE=1`` (everything step by step) or ``TILESIM_NO_LDS_FUSE=1`` (this loop only) turn it off.
 """
@@ -45,66 +45,20 @@ How, and why each step gives the step-by-step bits:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from tilesim.ir.core import Op, Value
 from tilesim.ir.ops import BINOPS, KINDS
 from tilesim.wave import kernels
-from tilesim.wave.fused import LoopHost
 from tilesim.wave.images import TileImage, WindowImage
 from tilesim.wave.kernels import gather_windows, mma_chain
-from tilesim.wave.lds import BIT_MOVE_TYPES, Lds, has_nan
+from tilesim.wave.lds import BIT_MOVE_TYPES, has_nan
+from tilesim.wave.lds_sources import LdsLoopHost, Shape, Store, Walk, lds_image, operand, source
 from tilesim.wave.mma import fast_spec
 
 __all__ = ["LdsLoopHost", "run_lds_loop"]
-
-
-class LdsLoopHost(LoopHost, Protocol):
-    """:class:`tilesim.wave.fused.LoopHost` plus the LDS and one step-by-step iteration."""
-
-    lds: Lds
-    wg_of: np.ndarray
-
-    def loop_step(self, op: Op, it: int) -> None: ...
-    def set_frag(self, v: Value, regs: Any) -> None: ...
-
-
-@dataclass
-class _Shape:
-    """What the loop body must look like (checked once per loop)."""
-
-    mma: Op
-    spec: Any  # tilesim.wave.mma._Spec with its fast path
-    init: Value
-    operands: tuple[Op, Op]  # the top-level lds_loads the mma reads as A and B
-    loads: dict[int, Op]  # value id -> global load op
-
-
-@dataclass
-class _Store:
-    op: Op
-    acc: Any  # lds._Access
-    t: int
-    src: tuple[Op, int] | None  # the global load whose image it stores, and that load's step
-
-
-@dataclass
-class _Walk:
-    """The iterations' scalars, which ops run in which iteration, and the LDS events."""
-
-    vals: dict[int, np.ndarray]
-    live: dict[int, np.ndarray]  # id(op) -> bool[T]: the op runs in that iteration
-    base: dict[int, np.ndarray] = field(default_factory=dict)  # id(load) -> int64[T, G] window bases
-    inb: dict[int, np.ndarray] = field(default_factory=dict)  # id(load) -> bool[T]: every lane in bounds
-    pre_base: dict[int, np.ndarray] = field(default_factory=dict)  # id(load before the loop) -> int64[1, G]
-    # per iteration, in program order: (lds_store or lds_load, its access), (None, None) for a barrier
-    steps: list[list[tuple[Op | None, Any]]] = field(default_factory=list)
-    stores: list[_Store] = field(default_factory=list)
-    # (id(operand lds_load), step) -> (its source store event, _coverage, the load's access) or None
-    sources: dict[tuple[int, int], tuple[_Store, Any, Any] | None] = field(default_factory=dict)
 
 
 def _off() -> bool:
@@ -112,7 +66,7 @@ def _off() -> bool:
 
 
 # ---------------------------------------------------------------------------- static shape
-def _shape(sim: LdsLoopHost, loop: Op) -> _Shape | None:
+def _shape(sim: LdsLoopHost, loop: Op) -> Shape | None:
     carried = loop.attr("carried") or ()
     if len(carried) != 1 or carried[0][0].kind != "frag":
         return None
@@ -164,7 +118,7 @@ def _shape(sim: LdsLoopHost, loop: Op) -> _Shape | None:
         cl, hw = sim.codec_of(v), spec.hws[name]
         if cl._slot_plan[1] is None or (cl.width, cl.lanes, cl.nregs) != (hw.width, hw.lanes, hw.nregs):
             return None
-    return _Shape(mma, spec, init, (top[mma.args[0].id], top[mma.args[1].id]), loads)
+    return Shape(mma, spec, init, (top[mma.args[0].id], top[mma.args[1].id]), loads)
 
 
 def _bit_move_type(buf: Value, c: Any) -> bool:
@@ -174,11 +128,11 @@ def _bit_move_type(buf: Value, c: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------- scalars
-def _scalars(sim: LdsLoopHost, loop: Op, iters: list[int]) -> _Walk | None:
+def _scalars(sim: LdsLoopHost, loop: Op, iters: list[int]) -> Walk | None:
     """Every scalar of the body for every iteration at once (``[T or 1, G or 1]`` int64), and which
     ops run in which iteration; None when a branch splits the waves or a divisor is 0."""
     T = len(iters)
-    w = _Walk({loop.out.id: np.asarray(iters, np.int64)[:, None]}, {})
+    w = Walk({loop.out.id: np.asarray(iters, np.int64)[:, None]}, {})
     vals, live = w.vals, w.live
 
     def get(a: Any) -> np.ndarray:
@@ -223,7 +177,7 @@ def _row_ids(x: np.ndarray, T: int) -> list[int]:
 
 
 # ---------------------------------------------------------------------------- the walk (no state changes)
-def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) -> bool:
+def _walk_events(sim: LdsLoopHost, loop: Op, shape: Shape, w: Walk, T: int) -> bool:
     """Fill ``w``'s per-iteration LDS accesses, store events and the operand loads' sources for
     iterations ``0 .. T-1`` (``lds.access`` only fills its address cache); False when an access is
     not an aligned bit move."""
@@ -252,7 +206,7 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
             acc = lds.access(buf, c, _row(_get(w, sim, r), t, G), _row(_get(w, sim, q), t, G))
             accesses[key] = acc if lds._aligned(acc, buf.lds.elem_bytes) else None
         return accesses[key]
-    by_buf: dict[int, list[_Store]] = {}
+    by_buf: dict[int, list[Store]] = {}
 
     def visit(ops: tuple[Op, ...], t: int, events: list[tuple[Op | None, Any]]) -> bool:
         for op in ops:
@@ -275,11 +229,11 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
                 events.append((op, acc))
                 if op.kind == "lds_store":
                     ld, s = shape.loads[v.id], last_def.get(v.id, -1)
-                    ev = _Store(op, acc, t, (ld, s) if s >= 0 and w.inb[id(ld)][s] else None)
+                    ev = Store(op, acc, t, (ld, s) if s >= 0 and w.inb[id(ld)][s] else None)
                     w.stores.append(ev)
                     by_buf.setdefault(buf.id, []).append(ev)
                 elif id(op) in operand_ids:
-                    w.sources[(id(op), t)] = _source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes)
+                    w.sources[(id(op), t)] = source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes)
         return True
 
     for ev in _prologue(sim, loop, w):
@@ -297,7 +251,7 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, T: int) ->
 _NO_LDS_WRITE = frozenset(k for k, row in KINDS.items() if row.leaves_lds)
 
 
-def _prologue(sim: LdsLoopHost, loop: Op, w: _Walk) -> list[_Store]:
+def _prologue(sim: LdsLoopHost, loop: Op, w: Walk) -> list[Store]:
     """Store events of the ops before ``loop`` in its block (which have run): an ``lds_store`` of an
     in-bounds window loaded before it in that block, as the loop's own stores; the events start
     after the last op that may write LDS otherwise (an async copy or wait, a nested loop or branch,
@@ -306,7 +260,7 @@ def _prologue(sim: LdsLoopHost, loop: Op, w: _Walk) -> list[_Store]:
     block = _block_of(sim.memo, sim.p.body, loop)
     if block is None:
         return []
-    events: list[_Store] = []
+    events: list[Store] = []
     windows: dict[int, Op] = {}
     G = sim.G
     for op in block.ops[:block.ops.index(loop)]:
@@ -332,7 +286,7 @@ def _prologue(sim: LdsLoopHost, loop: Op, w: _Walk) -> list[_Store]:
             if acc is None or not sim.lds._aligned(acc, buf.lds.elem_bytes):
                 events = []  # a write this path cannot follow: nothing before it is a source
                 continue
-            events.append(_Store(op, acc, -1, (ld, 0)))
+            events.append(Store(op, acc, -1, (ld, 0)))
         elif op.kind not in _NO_LDS_WRITE:
             events = []
     return events
@@ -346,7 +300,7 @@ def _block_of(memo: dict, block: Any, loop: Op) -> Any:
             for op in b.ops:
                 if op is loop:
                     return b
-                for sub in (op.attr("body"),) if op.kind in ("loop", "branch") else ():
+                for sub in op.blocks():  # (a loop's or a branch's body: the op table's block kinds)
                     got = find(sub)
                     if got is not None:
                         return got
@@ -355,126 +309,10 @@ def _block_of(memo: dict, block: Any, loop: Op) -> Any:
     return memo[key]
 
 
-def _get(w: _Walk, sim: LdsLoopHost, a: Any) -> np.ndarray:
+def _get(w: Walk, sim: LdsLoopHost, a: Any) -> np.ndarray:
     if isinstance(a, Value):
         return w.vals[a.id] if a.id in w.vals else sim.scal[a.id][None, :]
     return np.full((1, 1), int(a), np.int64)
-
-
-# ---------------------------------------------------------------------------- sources
-def _source(sim: LdsLoopHost, events: list[_Store], acc: Any, eb: int) -> tuple[_Store, Any, Any] | None:
-    """The store event whose elements an operand load reads — the latest earlier store to the buffer
-    that touches any of them must write them all — with their :func:`_coverage` and the load's
-    access; None: not one in-loop store of a window."""
-    for ev in reversed(events):
-        cov = _coverage(sim, ev.acc, acc, eb)
-        if cov is None:
-            continue
-        return (ev, cov, acc) if ev.src is not None and cov[2] else None
-    return None
-
-
-def _coverage(sim: LdsLoopHost, s: Any, l: Any, eb: int) -> tuple[np.ndarray, int, bool] | None:
-    """For each (wave, record) of access ``l``, the ``wave' * records + record'`` of access ``s`` that
-    writes the same LDS element of its workgroup (the last in store order, as the store's scatter
-    leaves it; -1: none), whether every element is written, and the repeats: when both accesses are
-    alike in every workgroup, the map is computed for workgroup 0 and holds in each (``repeats`` =
-    workgroups, waves relative to the workgroup), else for all waves (1). None when the accesses
-    share no element. Once per pair of access tokens."""
-    memo = sim.memo.setdefault("lds-coverage", {})
-    key = (s.token, l.token)
-    if key not in memo:
-        lds = sim.lds
-        alike = lds._uniform(s, sim.active) and lds._uniform(l, sim.active)
-        n = lds.W if alike else sim.G
-        width = lds.mem.shape[1] // eb
-        fs = (sim.wg_of[:n, None] * width + s.rows(n) // eb).reshape(-1)
-        fl = sim.wg_of[:n, None] * width + l.rows(n) // eb
-        scratch = memo.get(("scratch", n, width))
-        if scratch is None:  # (workgroup 0's elements only, for alike accesses)
-            scratch = memo[("scratch", n, width)] = np.full((1 if alike else lds.nwg) * width, -1, np.int64)
-        scratch[fs] = np.arange(fs.size)
-        cov = scratch[fl]
-        scratch[fs] = -1
-        memo[key] = None if (cov < 0).all() else (cov, lds.nwg if alike else 1, bool((cov >= 0).all()))
-    return memo[key]
-
-
-@dataclass
-class _Operand:
-    """One mma operand over the fused steps: ``tensor[base[t, g] + off[e]]`` (``off < 0``: reads 0)."""
-
-    tensor: str
-    src: Any  # the global load's codec (the bits' type)
-    base: np.ndarray
-    off: np.ndarray
-
-
-def _operand(sim: LdsLoopHost, shape: _Shape, w: _Walk, which: int, fused: range) -> _Operand | None:
-    """Compose store event -> load -> the instruction's operand layout for every fused step, and
-    check the window form (module docstring, step 3)."""
-    name = "AB"[which]
-    ld_op, hw = shape.operands[which], shape.spec.hws[name]
-    idx = shape.spec.fast[2 * which]  # the slot each logical element's primary owner reads (-1: none)
-    rec_of_slot = sim.codec_of(ld_op.out)._slot_plan[1]
-    owned = np.flatnonzero(idx >= 0)
-    groups: dict[Any, list[int]] = {}
-    for t in fused:
-        got = w.sources.get((id(ld_op), t))
-        if got is None:
-            return None
-        groups.setdefault((got[0].acc.token, got[2].token, id(got[0].src[0])), []).append(t)
-    off_all: np.ndarray | None = None
-    tensor = src_codec = None
-    base = np.empty((len(fused), sim.G), np.int64)
-    W = sim.lds.W
-    for ts in groups.values():
-        ev, (cov, nrep, _), _ = w.sources[(id(ld_op), ts[0])]
-        src_ld = ev.src[0]
-        cs = sim.codec_of(src_ld.out)
-        if tensor is None:
-            tensor, src_codec = src_ld.attr("tensor"), cs
-        elif (tensor, src_codec.dt.name) != (src_ld.attr("tensor"), cs.dt.name):
-            return None
-        R, Wu = cs.rec.shape[0], sim.G // nrep
-        c = cov[:, rec_of_slot]  # per image slot: the stored (wave, record), waves relative to the repeat
-        sg_slot, so_slot = c // R, sim.offsets(tensor, cs, bool(src_ld.attr("transpose")))[0][c % R]
-        rec_slot, rec_prim = hw.slots, idx[hw.flat_elem]  # replicated copies must read their primary's element
-        if not np.array_equal(rec_slot, rec_prim) and not (
-                np.array_equal(sg_slot[:, rec_slot], sg_slot[:, rec_prim])
-                and np.array_equal(so_slot[:, rec_slot], so_slot[:, rec_prim])):
-            return None
-        SG, SO = sg_slot[:, idx[owned]], so_slot[:, idx[owned]]  # [Wu, owned elements]
-        # the (wave, source wave) pairs: a wave reads stores of its own workgroup
-        uses = np.zeros((Wu, W), bool)
-        uses[np.arange(Wu)[:, None], SG % W] = True
-        pi, pw = np.nonzero(uses)
-        pu = pi // W * W + pw
-        at = [w.sources[(id(ld_op), t)][0].src[1] for t in ts]  # (a load before the loop: its one row)
-        srcs = (w.base[id(src_ld)] if id(src_ld) in w.base else w.pre_base[id(src_ld)])[at].reshape(len(ts), nrep, Wu)
-        # element e's offset minus element 0's at the first step: the same in every repeat and wave
-        d = srcs[0][:, pu] - srcs[0][:, SG[pi, 0]]
-        if not (d == d[0]).all():
-            return None
-        dd = np.zeros((Wu, W), np.int64)
-        dd[pi, pw] = d[0]
-        rel = dd[np.arange(Wu)[:, None], SG % W] + SO - SO[:, :1]
-        if not (rel == rel[0]).all():
-            return None
-        j0 = int(np.argmin(rel[0]))
-        off = np.full(idx.size, -1, np.int64)
-        off[owned] = rel[0] - rel[0, j0]
-        if off_all is None:
-            off_all = off
-        elif not np.array_equal(off_all, off):
-            return None
-        # at every later step, each source wave's base moves as the wave's element j0's source does
-        delta = srcs - srcs[0]
-        if not np.array_equal(delta[:, :, pu], delta[:, :, SG[pi, j0]]):
-            return None
-        base[np.asarray(ts) - fused.start] = (srcs[:, :, SG[:, j0]] + SO[:, j0]).reshape(len(ts), sim.G)
-    assert off_all is not None and tensor is not None
-    return _Operand(tensor, src_codec, base, off_all)
 
 
 # ---------------------------------------------------------------------------- the loop
@@ -487,12 +325,12 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
     key = ("lds-fused-shape", id(loop))
     if key not in sim.memo:
         sim.memo[key] = _shape(sim, loop)
-    shape: _Shape | None = sim.memo[key]
+    shape: Shape | None = sim.memo[key]
     hw_c = shape.spec.hws["C"] if shape is not None else None
     if shape is None or not kernels.available(sim.G * len(iters) * hw_c.rows * hw_c.cols * shape.spec.fast[4]):
         return 0
     # the last iteration too when every lds_load of the body feeds the mma and their images are
-    # windows of the source tensors (_lds_image); else it runs step by step
+    # windows of the source tensors (lds_sources.lds_image); else it runs step by step
     body_lds_loads = {id(op) for op in loop.attr("body").ops if op.kind == "lds_load"}
     T = len(iters) - (not body_lds_loads <= {id(op) for op in shape.operands})
     w = _scalars(sim, loop, iters)
@@ -501,7 +339,7 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
     images = {}
     if T == len(iters):
         for op in shape.operands:
-            images[id(op)] = _lds_image(sim, w, op, T - 1) if w.sources.get((id(op), T - 1)) else None
+            images[id(op)] = lds_image(sim, w, op, T - 1) if w.sources.get((id(op), T - 1)) else None
         if None in images.values():
             T, images = T - 1, {}
     external = [t for t in range(T) if any(w.sources.get((id(op), t), 0) is None for op in shape.operands)]
@@ -515,7 +353,7 @@ def run_lds_loop(sim: LdsLoopHost, loop: Op, iters: list[int]) -> int:
     for ld in shape.loads.values():
         if (w.live[id(ld)][head:T] & ~w.inb[id(ld)][head:T]).any():
             return 0  # out of bounds: reported by the step-by-step load
-    a, b = (_operand(sim, shape, w, i, fused) for i in (0, 1))
+    a, b = (operand(sim, shape, w, i, fused) for i in (0, 1))
     if a is None or b is None:
         return 0
     luts = shape.spec.fast[1], shape.spec.fast[3]
@@ -553,7 +391,7 @@ def _any_nan(bits: np.ndarray, lut: np.ndarray, hw_dt: str) -> bool:
     return bool(nan[bits].any())
 
 
-def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: range,
+def _leave_state(sim: LdsLoopHost, loop: Op, shape: Shape, w: Walk, fused: range,
                  images: dict[int, WindowImage]) -> None:
     """What the fused iterations leave as the step-by-step loop would (module docstring, step 4)."""
     lds = sim.lds
@@ -605,40 +443,7 @@ def _leave_state(sim: LdsLoopHost, loop: Op, shape: _Shape, w: _Walk, fused: ran
             sim.set_frag(op.out, images[id(op)])
 
 
-def _lds_image(sim: LdsLoopHost, w: _Walk, op: Op, t: int) -> WindowImage | None:
-    """The register image operand ``lds_load`` ``op`` reads in iteration ``t``: each slot's LDS
-    element is the one its source store event wrote (the coverage map; every element covered),
-    which holds the bits of the stored window's slot that record sits in (``lds.store``'s bit
-    move), so the image is the source tensor's bits at those windows' offsets: a
-    :class:`WindowImage` (gathered when read) where every wave's offsets are one shape moved by a
-    base, else None."""
-    ev, (cov, nrep, _), _ = w.sources[(id(op), t)]  # type: ignore[misc]
-    src_ld, s = ev.src  # type: ignore[misc]
-    c, cs = sim.codec_of(op.out), sim.codec_of(src_ld.out)
-    name = src_ld.attr("tensor")
-    stored = cov[:, c._slot_plan[1]]  # per image slot: the stored (wave relative to the repeat, record)
-    wave, rec = stored // cs.rec.shape[0], stored % cs.rec.shape[0]
-    off = sim.offsets(name, cs, bool(src_ld.attr("transpose")))[0][cs._slot_plan[1]][cs.slots[rec]]
-    base = (w.base[id(src_ld)] if id(src_ld) in w.base else w.pre_base[id(src_ld)])[s]
-    base = base.reshape(nrep, sim.G // nrep)
-    bits = sim.bits_of(name, c.dt)
-    # the window form: per wave, each source wave's base minus that of the wave's slot 0 the same
-    # in every repeat, and then every wave's offsets relative to its slot 0 the same
-    Wu = base.shape[1]
-    pair = np.zeros((Wu, Wu), bool)
-    pair[np.arange(Wu)[:, None], wave] = True
-    pu, pw = np.nonzero(pair)
-    d = base[:, pw] - base[:, wave[pu, 0]]
-    if (d == d[0]).all():
-        dd = np.zeros((Wu, Wu), np.int64)
-        dd[pu, pw] = d[0]
-        rel = dd[np.arange(Wu)[:, None], wave] + off - off[:, :1]
-        if (rel == rel[0]).all():
-            return WindowImage(c, bits, (base[:, wave[:, 0]] + off[:, 0]).reshape(-1), rel[0], name)
-    return None
-
-
-def _window(sim: LdsLoopHost, ld: Op, w: _Walk, t: int) -> WindowImage:
+def _window(sim: LdsLoopHost, ld: Op, w: Walk, t: int) -> WindowImage:
     """The register image load ``ld`` defines in iteration ``t`` (in bounds: the fast load's window)."""
     name, c, tr = ld.attr("tensor"), sim.codec_of(ld.out), bool(ld.attr("transpose"))
     off = sim.offsets(name, c, tr)[0]
