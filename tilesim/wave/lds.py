@@ -38,86 +38,10 @@ from tilesim.matrix.dtypes import decode, encode
 from tilesim.matrix.numerics import cast
 from tilesim.wave.codec import Codec
 from tilesim.wave.kernels import lds_bank_cycles, lds_races
+from tilesim.wave.lds_access import ALL_ONES, BIT_MOVE, Access, grown, has_nan, what
+from tilesim.wave.lds_access import origins as distinct_origins
 
-__all__ = ["BIT_MOVE_TYPES", "Lds", "has_nan"]
-
-# register types whose decode -> encode round trip keeps every non-NaN bit pattern, and the test
-# for a NaN pattern of each (exponent all ones, mantissa not zero)
-_BIT_MOVE = {"f16": (np.uint16, 0x7FFF, 0x7C00), "bf16": (np.uint16, 0x7FFF, 0x7F80),
-             "f32": (np.uint32, 0x7FFFFFFF, 0x7F800000)}
-BIT_MOVE_TYPES = tuple(_BIT_MOVE)  # (tilesim/wave/lds_fused.py composes these moves)
-
-
-def has_nan(bits: np.ndarray, dt: str) -> bool:
-    unit, mask, inf = _BIT_MOVE[dt]
-    return bool(((bits & unit(mask)) > unit(inf)).any())
-
-
-def _grown(a: np.ndarray, n: int, fill: int, rows: int | None = None) -> np.ndarray:
-    """``a`` with its last axis grown to ``n`` (and its first to ``rows``), the new part ``fill``
-    (np.pad's result, without its generic machinery: a few times faster on the race state's
-    megabytes)."""
-    out = np.full((a.shape[0] if rows is None else rows, *a.shape[1:-1], n), fill, a.dtype)
-    out[:a.shape[0], ..., :a.shape[-1]] = a
-    return out
-
-
-def _origins(row0: np.ndarray, col0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(np.stack([row0, col0], 1), axis=0, return_inverse=True)``: the distinct (row,
-    col) pairs in lexicographic order and each wave's index, through one int64 key per pair (the
-    same order: row-major keys sort as the pairs do) instead of the row-wise unique's structured
-    sort, several times slower on a thousand waves."""
-    row0, col0 = row0.astype(np.int64, copy=False), col0.astype(np.int64, copy=False)
-    r0, c0 = (int(row0.min()), int(col0.min())) if row0.size else (0, 0)
-    nr, nc = (int(row0.max()) - r0 + 1, int(col0.max()) - c0 + 1) if row0.size else (1, 1)
-    if nr * nc >= 1 << 62:  # (the key would overflow)
-        origins, inv = np.unique(np.stack([row0, col0], 1), axis=0, return_inverse=True)
-        return origins, inv.reshape(-1)
-    keys, inv = np.unique((row0 - r0) * nc + (col0 - c0), return_inverse=True)
-    return np.stack([keys // nc + r0, keys % nc + c0], 1), inv.reshape(-1)
-
-
-def _what(buf: Value, write: bool) -> str:
-    return f"lds_store to %{buf.id}" if write else f"lds_load from %{buf.id}"
-
-
-_ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whose every byte is written
-
-
-class _Access:
-    """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
-
-    __slots__ = ("_addr", "aligned", "banks", "codec", "cols", "flat", "flat_slots", "origin", "per_origin", "runs", "slots_width",
-                 "token", "uniform", "wg0", "width")
-
-    def __init__(self, token: int, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
-        self.token = token
-        self._addr: np.ndarray | None = None
-        self.per_origin, self.origin = per_origin, origin  # addr == per_origin[origin]
-        self.uniform: bool | None = None
-        self.codec = codec  # kept alive: the cache key holds its id
-        self.aligned: dict[int, bool] = {}
-        self.flat: np.ndarray | None = None  # element index into the flat uint{8*eb} view of the LDS
-        self.flat_slots: np.ndarray | None = None  # the same per register slot (loads)
-        self.width = self.slots_width = -1  # the LDS row length (bytes) flat, flat_slots were computed for
-        self.wg0: list[tuple[int, int]] | None = None  # the elements workgroup 0 accesses (_wg0_runs)
-        self.runs: list[tuple[int, int, np.ndarray]] | None = None  # a store's runs (_store_runs; []: none)
-        self.cols: np.ndarray | None = None  # a load's slots' elements of workgroup 0 (load)
-        self.banks: dict[Any, tuple[int, int]] = {}
-
-    @property
-    def addr(self) -> np.ndarray:
-        """``addr[g, record]`` of every wave (gathered on first use: what the cached paths need
-        comes from the addresses per origin)."""
-        if self._addr is None:
-            self._addr = self.per_origin[self.origin]
-            self._addr.setflags(write=False)
-        return self._addr
-
-    def rows(self, n: int) -> np.ndarray:
-        """``addr[:n]``: the first ``n`` waves' addresses (workgroup 0's), without the others'."""
-        return self.per_origin[self.origin[:n]] if self._addr is None else self._addr[:n]
-
+__all__ = ["Lds"]
 
 class Lds:
     def __init__(self, nwg: int, W: int, wg_of: np.ndarray, wave_of: np.ndarray, banks: int, limit: int,
@@ -147,13 +71,13 @@ class Lds:
         self.race_seen = (np.zeros((nwg, 0), np.int32), np.zeros((nwg, 0), np.int32))
         self.race_ops = 0
         self.cached = not os.environ.get("TILESIM_NO_FUSE")
-        self.accesses: dict[Any, _Access] = {}
+        self.accesses: dict[Any, Access] = {}
         self.trie: dict[Any, tuple[int, tuple[int, int, int, int, int, bool]]] = {}
         self.node = 0  # the trie node of this epoch's accesses so far
         # accesses whose per-byte state update was skipped since the state was current: in every
         # workgroup, and in workgroup 0 (whose state alone a uniform epoch keeps)
-        self.pend_all: list[tuple[_Access, int, bool, np.ndarray]] = []
-        self.pend_wg0: list[tuple[_Access, int, bool, np.ndarray]] = []
+        self.pend_all: list[tuple[Access, int, bool, np.ndarray]] = []
+        self.pend_wg0: list[tuple[Access, int, bool, np.ndarray]] = []
         self.uniform = True  # every access of this epoch so far alike in every workgroup
         self.flight = InFlight(wg_of, wave_of)  # asynchronous copies not landed yet (tilesim/wave/async_copy.py)
         self.flight_seen: dict[Any, Any] = {}  # (access, copies in flight) -> what flight.check found
@@ -168,8 +92,8 @@ class Lds:
         self.rep.lds_bytes = self.top
         if self.top > self.limit:
             raise VerifyError(f"LDS use {self.top} bytes exceeds {self.target}'s {self.limit} bytes")
-        self.mem = _grown(self.mem, self.top, 0)
-        self.written = _grown(self.written, self.top, 0)
+        self.mem = grown(self.mem, self.top, 0)
+        self.written = grown(self.written, self.top, 0)
         self.flight.grow(self.top)  # (the race state grows when a race pass first needs it: _race_pass)
 
     def barrier(self) -> None:
@@ -185,7 +109,7 @@ class Lds:
         share a handful), and each wave's origin."""
         lay = buf.lds
         assert lay is not None
-        origins, inv = _origins(row0, col0)
+        origins, inv = distinct_origins(row0, col0)
         r = origins[:, 0, None] + c.rec[None, :, 1]
         q = origins[:, 1, None] + c.rec[None, :, 2]
         if (r < 0).any() or (r >= lay.rows).any() or (q < 0).any() or (q >= lay.cols).any():
@@ -193,21 +117,21 @@ class Lds:
         per_origin = self.offset[buf.id] + lay.offset(r, q)
         return per_origin, inv.reshape(-1)
 
-    def access(self, buf: Value, c: Codec, row0: np.ndarray, col0: np.ndarray) -> _Access:
+    def access(self, buf: Value, c: Codec, row0: np.ndarray, col0: np.ndarray) -> Access:
         if not self.cached:
-            return _Access(-1, *self._addr(buf, c, row0, col0), c)
+            return Access(-1, *self._addr(buf, c, row0, col0), c)
         key = (buf.id, id(c), row0.tobytes(), col0.tobytes())
         acc = self.accesses.get(key)
         if acc is None:
-            acc = self.accesses[key] = _Access(len(self.accesses), *self._addr(buf, c, row0, col0), c)
+            acc = self.accesses[key] = Access(len(self.accesses), *self._addr(buf, c, row0, col0), c)
         return acc
 
-    def check(self, buf: Value, acc: _Access, write: bool, active: np.ndarray) -> None:
+    def check(self, buf: Value, acc: Access, write: bool, active: np.ndarray) -> None:
         """The bank count and race check of one ``lds_store`` (``write``) or ``lds_load`` of ``buf``."""
         self.banks(acc, active)
-        self.races(acc, buf.lds.elem_bytes, write, _what(buf, write), active)  # type: ignore[union-attr]
+        self.races(acc, buf.lds.elem_bytes, write, what(buf, write), active)  # type: ignore[union-attr]
 
-    def check_epoch(self, events: list[tuple[Value, _Access, bool]], active: np.ndarray, barrier: bool = True) -> None:
+    def check_epoch(self, events: list[tuple[Value, Access, bool]], active: np.ndarray, barrier: bool = True) -> None:
         """Of each ``(buffer, access, write)`` in order: ``check``, then ``_mark`` (a store) or
         ``unwritten_reads`` (a load); then ``barrier()`` (``barrier``): the ops one by one. When the
         accesses start an epoch (none since the last barrier, no copy in flight) and repeat one
@@ -222,14 +146,14 @@ class Lds:
         for i, (buf, acc, write) in enumerate(events):
             eb = buf.lds.elem_bytes  # type: ignore[union-attr]
             if seen is None:
-                b, r = self._banks_of(acc, active), self._races_of(acc, eb, write, _what(buf, write), active)
+                b, r = self._banks_of(acc, active), self._races_of(acc, eb, write, what(buf, write), active)
                 found.append((b, r))
             else:
                 b, r = seen[i]
             self.rep.lds_accesses += b[0]
             self.rep.lds_bank_conflict_cycles += b[1]
             if r[0]:
-                self._report(r, _what(buf, write))
+                self._report(r, what(buf, write))
             if write:
                 self._mark(acc, eb, active)
             else:
@@ -240,12 +164,12 @@ class Lds:
             self.barrier()
 
     # ------------------------------------------------------------------ banks
-    def banks(self, acc: _Access, active: np.ndarray) -> None:
+    def banks(self, acc: Access, active: np.ndarray) -> None:
         got = self._banks_of(acc, active)
         self.rep.lds_accesses += got[0]
         self.rep.lds_bank_conflict_cycles += got[1]
 
-    def _banks_of(self, acc: _Access, active: np.ndarray) -> tuple[int, int]:
+    def _banks_of(self, acc: Access, active: np.ndarray) -> tuple[int, int]:
         key = None if active.all() else active.tobytes()
         got = acc.banks.get(key) if self.cached else None
         if got is None:
@@ -254,7 +178,7 @@ class Lds:
                 acc.banks[key] = got
         return got
 
-    def _bank_pass(self, acc: _Access, active: np.ndarray) -> tuple[int, int]:
+    def _bank_pass(self, acc: Access, active: np.ndarray) -> tuple[int, int]:
         """(VGPR instructions, bank-conflict cycles) of one access: the cycles of each distinct
         origin once, times the active waves that have it (the origins with one such count of
         waves summed in one pass)."""
@@ -281,11 +205,11 @@ class Lds:
         return total
 
     # ------------------------------------------------------------------ races
-    def races(self, acc: _Access, eb: int, write: bool, what: str, active: np.ndarray) -> None:
+    def races(self, acc: Access, eb: int, write: bool, what: str, active: np.ndarray) -> None:
         """Race check of an access whose elements (``eb`` bytes each) start at ``acc.addr``."""
         self._report(self._races_of(acc, eb, write, what, active), what)
 
-    def _races_of(self, acc: _Access, eb: int, write: bool, what: str,
+    def _races_of(self, acc: Access, eb: int, write: bool, what: str,
                   active: np.ndarray) -> tuple[int, int, int, int, int, bool]:
         """``races``' findings, not reported (those of copies in flight are)."""
         if self.flight.pending:
@@ -363,7 +287,7 @@ class Lds:
                 self.rep.races.append(f"{what}: workgroup {wg}, wave {wave} at LDS byte {byte} conflicts with a "
                                       f"{'write' if kind else 'read'} by wave {other} with no barrier between")
 
-    def _uniform(self, acc: _Access, active: np.ndarray) -> bool:
+    def _uniform(self, acc: Access, active: np.ndarray) -> bool:
         """Whether every workgroup's waves make this access alike (same addresses, same active waves)."""
         if acc.uniform is None:
             o = acc.origin.reshape(self.nwg, self.W)
@@ -385,9 +309,9 @@ class Lds:
             # workgroup: until then only workgroup 0's rows exist (the other rows, never touched,
             # hold what they were made with)
             rows = max(rows, self.last_writer.shape[0])
-            self.last_writer = _grown(self.last_writer, self.top, -1, rows)
-            self.write_epoch = _grown(self.write_epoch, self.top, -1, rows)
-            self.read_epoch = _grown(self.read_epoch, self.top, -1, rows)
+            self.last_writer = grown(self.last_writer, self.top, -1, rows)
+            self.write_epoch = grown(self.write_epoch, self.top, -1, rows)
+            self.read_epoch = grown(self.read_epoch, self.top, -1, rows)
         if self.race_seen[0].shape != self.last_writer.shape:
             shape = self.last_writer.shape
             self.race_seen = (np.full(shape, -1, np.int32), np.zeros(shape, np.int32))
@@ -434,13 +358,13 @@ class Lds:
         return got
 
     # ------------------------------------------------------------------ data
-    def _flat(self, acc: _Access, eb: int) -> np.ndarray:
+    def _flat(self, acc: Access, eb: int) -> np.ndarray:
         if acc.flat is None or acc.width != self.mem.shape[1] or not self.cached:  # (a later alloc grows rows)
             # (from the addresses per origin: the division on a handful of rows, not every wave's)
             acc.flat, acc.width = self._per_wave(acc, acc.per_origin // eb, eb), self.mem.shape[1]
         return acc.flat
 
-    def _per_wave(self, acc: _Access, elems: np.ndarray, eb: int) -> np.ndarray:
+    def _per_wave(self, acc: Access, elems: np.ndarray, eb: int) -> np.ndarray:
         """``wg_of[:, None] * row + elems[acc.origin]``: the flat index into the LDS's ``eb``-byte
         view of each wave's elements ``elems[origin, k]`` of its workgroup's row; for an access
         alike in every workgroup, workgroup 0's waves' rows offset per workgroup (no gather
@@ -450,11 +374,11 @@ class Lds:
             return ((np.arange(self.nwg) * row)[:, None, None] + elems[acc.origin[:self.W]]).reshape(self.G, -1)
         return self.wg_of[:, None] * row + elems[acc.origin]
 
-    def _few_runs(self, acc: _Access, eb: int, active: np.ndarray) -> bool:
+    def _few_runs(self, acc: Access, eb: int, active: np.ndarray) -> bool:
         """Whether ``acc`` is alike in every workgroup and workgroup 0's elements form a few runs."""
         return self._uniform(acc, active) and len(self._wg0_runs(acc, eb)) <= 8
 
-    def _wg0_runs(self, acc: _Access, eb: int) -> list[tuple[int, int]]:
+    def _wg0_runs(self, acc: Access, eb: int) -> list[tuple[int, int]]:
         """The elements (``eb`` bytes, index in a workgroup's row) workgroup 0's waves access, as
         runs ``lo:hi`` of consecutive elements (a slab's rows: one or a few runs; column slices
         of every workgroup's row are far faster than a gather or scatter of the same elements)."""
@@ -464,7 +388,7 @@ class Lds:
             acc.wg0 = list(zip(e[np.r_[0, cut]].tolist(), (e[np.r_[cut - 1, e.size - 1]] + 1).tolist()))
         return acc.wg0
 
-    def _store_runs(self, acc: _Access, eb: int) -> list[tuple[int, int, np.ndarray]] | None:
+    def _store_runs(self, acc: Access, eb: int) -> list[tuple[int, int, np.ndarray]] | None:
         """For an access alike in every workgroup whose workgroup-0 waves touch distinct elements
         (no element stored twice: no order of writes to follow) in a few runs of consecutive
         elements: each run ``lo:hi`` and the (wave, record) index, wave-major, that writes each of
@@ -480,17 +404,17 @@ class Lds:
                         for a, b in zip(np.r_[0, cut], np.r_[cut, es.size])] if ok else []
         return acc.runs or None
 
-    def _aligned(self, acc: _Access, eb: int) -> bool:
+    def _aligned(self, acc: Access, eb: int) -> bool:
         if eb not in acc.aligned:
             # every wave's addresses are a row of per_origin (each row some wave's): the same answer, fewer numbers
             acc.aligned[eb] = eb in (2, 4, 8) and not (acc.per_origin % eb).any()
         return acc.aligned[eb]
 
-    def _bit_move(self, buf: Value, c: Codec, acc: _Access, eb: int) -> bool:
-        return (c.slots is not None and c.dt.name == buf.dtype and buf.dtype in _BIT_MOVE
+    def _bit_move(self, buf: Value, c: Codec, acc: Access, eb: int) -> bool:
+        return (c.slots is not None and c.dt.name == buf.dtype and buf.dtype in BIT_MOVE
                 and c.width == 8 * eb and self._aligned(acc, eb))
 
-    def store(self, buf: Value, c: Codec, regs: np.ndarray, acc: _Access, active: np.ndarray,
+    def store(self, buf: Value, c: Codec, regs: np.ndarray, acc: Access, active: np.ndarray,
               src_dtype: str | None = None) -> None:
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         if self._bit_move(buf, c, acc, eb) and self.move_bits(
@@ -510,7 +434,7 @@ class Lds:
         byte_addr = (addr[act][:, :, None] + np.arange(eb)).reshape(int(act.sum()), -1)
         self.mem[wgi, byte_addr] = byt[act].reshape(int(act.sum()), -1)
 
-    def move_bits(self, buf: Value, bits: np.ndarray, acc: _Access, active: np.ndarray) -> bool:
+    def move_bits(self, buf: Value, bits: np.ndarray, acc: Access, active: np.ndarray) -> bool:
         """The store of a bit move (``_bit_move``) of element bits ``bits[wave, record]``, as they are;
         False (nothing stored) when one is a NaN pattern: ``store``'s general path stores those."""
         if has_nan(bits, buf.dtype):  # type: ignore[arg-type]
@@ -531,7 +455,7 @@ class Lds:
             unit[flat[active]] = bits[active]
         return True
 
-    def _mark(self, acc: _Access, eb: int, active: np.ndarray) -> None:
+    def _mark(self, acc: Access, eb: int, active: np.ndarray) -> None:
         """Mark the bytes a store of the ``active`` waves writes (once per access: bytes stay written)."""
         if acc.token in self.marked:
             return
@@ -541,26 +465,26 @@ class Lds:
             # the same elements in every workgroup: workgroup 0's, in every row
             units = self.written.view(f"<u{eb}")
             for lo, hi in self._wg0_runs(acc, eb):
-                units[:, lo:hi] = _ALL_ONES[eb]
+                units[:, lo:hi] = ALL_ONES[eb]
             return
         if self._aligned(acc, eb):  # one unit per element, all its bytes 1 (0x0101...)
             flat = self._flat(acc, eb)
-            self.written.view(f"<u{eb}").reshape(-1)[flat if active.all() else flat[active]] = _ALL_ONES[eb]
+            self.written.view(f"<u{eb}").reshape(-1)[flat if active.all() else flat[active]] = ALL_ONES[eb]
             return
         act = active
         self.written[self.wg_of[act][:, None, None], acc.addr[act][:, :, None] + np.arange(eb)] = 1
 
-    def unwritten_reads(self, buf: Value, acc: _Access, active: np.ndarray) -> None:
+    def unwritten_reads(self, buf: Value, acc: Access, active: np.ndarray) -> None:
         """Report (``Report.uninit``) the ``active`` waves' reads of bytes no store wrote."""
         if acc.token in self.read_ok:
             return
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         if acc.token >= 0 and self._aligned(acc, eb) and active.all() and self._few_runs(acc, eb, active) and all(
-                (self.written.view(f"<u{eb}")[:, lo:hi] == _ALL_ONES[eb]).all() for lo, hi in self._wg0_runs(acc, eb)):
+                (self.written.view(f"<u{eb}")[:, lo:hi] == ALL_ONES[eb]).all() for lo, hi in self._wg0_runs(acc, eb)):
             self.read_ok.add(acc.token)  # (alike in every workgroup: workgroup 0's elements, every row)
             return
         if self._aligned(acc, eb):
-            bad = self.written.view(f"<u{eb}").reshape(-1)[self._flat(acc, eb)] != _ALL_ONES[eb]
+            bad = self.written.view(f"<u{eb}").reshape(-1)[self._flat(acc, eb)] != ALL_ONES[eb]
         else:
             bad = self.written[self.wg_of[:, None, None], acc.addr[:, :, None] + np.arange(eb)].min(-1) == 0
         self.unwritten_at(bad, acc.addr, f"lds_load from %{buf.id}", active, acc.token)
@@ -579,7 +503,7 @@ class Lds:
                                    f"byte {int(addr[g, r])}, which no store wrote ({int(bad.sum())} such element "
                                    "read(s) here)")
 
-    def load(self, buf: Value, c: Codec, acc: _Access) -> np.ndarray:
+    def load(self, buf: Value, c: Codec, acc: Access) -> np.ndarray:
         """The register image an lds_load of every wave (active or not) reads."""
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
         if self._bit_move(buf, c, acc, eb) and c._slot_plan[1] is not None:

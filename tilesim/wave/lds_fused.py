@@ -54,7 +54,7 @@ from tilesim.ir.ops import BINOPS, KINDS
 from tilesim.wave import kernels
 from tilesim.wave.images import TileImage, WindowImage
 from tilesim.wave.kernels import gather_windows, mma_chain
-from tilesim.wave.lds import BIT_MOVE_TYPES, has_nan
+from tilesim.wave.lds_access import BIT_MOVE_TYPES, has_nan
 from tilesim.wave.lds_sources import LdsLoopHost, Shape, Store, Walk, lds_image, operand, source
 from tilesim.wave.mma import fast_spec
 

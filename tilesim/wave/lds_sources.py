@@ -43,7 +43,7 @@ class Shape:
 @dataclass
 class Store:
     op: Op
-    acc: Any  # lds._Access
+    acc: Any  # lds_access.Access
     t: int
     src: tuple[Op, int] | None  # the global load whose image it stores, and that load's step
 
