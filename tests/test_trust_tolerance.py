@@ -148,3 +148,29 @@ def test_a_device_wrong_only_in_the_small_rows_is_a_mismatch(tmp_path) -> None:
     assert v.status == "MISMATCH", v
     right = run(prog, runner=fake.device_like_simulator, reference={"C": want}, reference_magnitude=mag, **arrays)
     assert right.status == "MATCH", right
+
+
+def test_an_mma_that_negates_by_any_modifier_keeps_the_tile_scale() -> None:
+    """Which modifiers negate is the catalog row's fact (Modifier.kind "negate"/"signedness"): CDNA3's f64
+    MFMA negates A/B/C through blgp (CDNA3 ISA §7.1, "f64: negate A (bit 0), B (bit 1), C (bit 2)"). 0.8.0
+    kept its own list (neg, neg_hi, abs) and took an f64 GEMM with blgp=1 for monotone."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from examples import gemm
+
+    mma = "v_mfma_f64_16x16x4_f64"
+
+    @ts.kernel
+    def neg_gemm(A: ts.Tensor["f64", "M", "K"], B: ts.Tensor["f64", "K", "N"], C: ts.Tensor["f64", "M", "N"]):
+        op = ts.mma_op(mma)
+        acc = ts.mma(op, ts.load(A[0:, 0:], op.layout("A")), ts.load(B[0:, 0:], op.layout("B")),
+                     ts.zeros(op.layout("C"), "f64"), blgp=1)
+        ts.store(C[0:, 0:], acc)
+
+    rng = np.random.default_rng(0)
+    arrays = {"A": rng.standard_normal((16, 4)), "B": rng.standard_normal((4, 16))}
+    assert magnitude_inputs(neg_gemm.specialize(target="gfx942", M=16, N=16, K=4), arrays) is None
+    plain = gemm.gemm.specialize(target="gfx942", M=32, N=32, K=8, mma="v_mfma_f32_32x32x8f16")
+    assert magnitude_inputs(plain, gemm.inputs(plain, 0)) is not None

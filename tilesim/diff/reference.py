@@ -42,7 +42,7 @@ import ml_dtypes
 import numpy as np
 
 from tilesim.errors import TilesimError
-from tilesim.ir.core import Program
+from tilesim.ir.core import Op, Program
 from tilesim.ir.ops import ELEMENTWISE, KINDS, MMA_KINDS, REDUCE
 from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
@@ -131,13 +131,20 @@ def rounded_inputs(prog: Program, arrays: dict[str, np.ndarray]) -> dict[str, np
 
 # which ops are monotone (their value at |inputs| bounds their value's magnitude) is the op table's
 # fact (tilesim/ir/ops.py: OpKind/Elementwise/Reduce.monotone); elementwise add/mul/max also need a
-# fragment or a non-negative constant as operand (relu, max(x, 0): |max(a, b)| <= max(|a|, |b|))
-_NEGATING_MODIFIERS = ("neg", "neg_hi", "abs")
+# fragment or a non-negative constant as operand (relu, max(x, 0): |max(a, b)| <= max(|a|, |b|)).
+# An mma with a modifier that negates an operand or reads it signed (the catalog row's modifier kinds:
+# neg/neg_hi on WMMA, blgp on CDNA3/4 f64 MFMA, neg as iu8 signedness) is not: its reference negates.
+_NEGATING_KINDS = ("negate", "signedness")
+
+
+def _negates(op: Op, target: str) -> bool:
+    mods = dict(op.attr("modifiers") or ())  # given at all, as before: neg=0 counts too
+    return any(m.kind in _NEGATING_KINDS and m.name in mods for m in lookup(op.attr("instr"), target).modifiers)
 
 
 def _monotone(prog: Program) -> bool:
     for op in prog.walk():
-        if op.kind in MMA_KINDS and any(m in dict(op.attr("modifiers") or ()) for m in _NEGATING_MODIFIERS):
+        if op.kind in MMA_KINDS and _negates(op, prog.target):
             return False
         if op.kind == "reduce" and REDUCE[op.attr("op")].monotone:
             continue
