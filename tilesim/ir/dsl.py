@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tilesim.errors import ModifierError, TilesimError, VerifyError, choices
 from tilesim.targets import get_target
 from tilesim.ir.async_copy import widest_copy
@@ -111,6 +113,17 @@ class _TensorProxy(Opaque):
     def __getitem__(self, idx: Any) -> _TileRef:
         if not isinstance(idx, tuple) or len(idx) != 2 or not all(isinstance(s, slice) for s in idx):
             raise VerifyError(f"index {self.param.name} with two slices, e.g. {self.param.name}[r0:, c0:]")
+        name = self.param.name
+        for axis, sl in zip(("row", "column"), idx):
+            # the layout decides a tile's extent: a stop or a step would be dropped, and a negative
+            # start (numpy: from the end) would address elements before the tensor, masked to zeros
+            if sl.stop is not None or sl.step not in (None, 1):
+                raise VerifyError(f"{name}[{sl.start}:{sl.stop}:{sl.step}] ({axis}s): give only the tile's corner, "
+                                  f"e.g. {name}[r0:, c0:]; the layout decides the extent (a stop or step would be "
+                                  "ignored, and strided views are not modelled)")
+            if isinstance(sl.start, (int, np.integer)) and not isinstance(sl.start, bool) and sl.start < 0:
+                raise VerifyError(f"{name}[{sl.start}:] ({axis}s): a negative start is not counted from the end as "
+                                  f"in numpy; write the row or column index, e.g. {name}[{name}.shape[0] - 16:, c0:]")
         starts = [0 if s.start is None else s.start for s in idx]
         return _TileRef(self.param, _as_arg(starts[0]), _as_arg(starts[1]))
 
