@@ -24,7 +24,7 @@ from examples.gemm import gemm
 from tilesim.ir import footprint
 from tilesim.layouts import Layout
 from tilesim.matrix import lookup
-from tests.test_store_tiles import _gemm_t
+from tests.test_store_tiles import placed
 
 WMMA = "v_wmma_f32_16x16x16_f16"
 MFMA = "v_mfma_f32_32x32x8f16"
@@ -81,7 +81,7 @@ def _programs() -> list[tuple[str, ts.Program]]:
             out.append((f"gemm {M}x{N}x{K} {target}", gemm.specialize(target=target, M=M, N=N, K=K, mma=instr)))
     for target, instr in gemm_mod.CONFIGS:  # the accumulator stored transposed
         for M, N in ((64, 32), (40, 32)):
-            out.append((f"transposed {M}x{N} {target}", _gemm_t.specialize(target=target, M=M, N=N, K=32, mma=instr)))
+            out.append((f"transposed {M}x{N} {target}", placed(target, instr, M, N, 32, transpose=True)))
     lay, mfma = _c_layout(), _c_layout("gfx942", MFMA)
     planted = {
         "exact 4x4": dict(M=64, N=64, lay=lay, gm=4, gn=4),

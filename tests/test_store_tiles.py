@@ -23,44 +23,37 @@ from tilesim.wave import sim as sim_mod
 
 
 @ts.kernel
-def _gemm_t(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "N", "M"], *,
-            mma="v_wmma_f32_16x16x16_f16"):
-    """C = (A @ B) transposed: the accumulator stored with ``transpose=True``."""
-    op = ts.mma_op(mma)
-    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-    tm, tn = ts.tile_id(0), ts.tile_id(1)
-    acc = ts.zeros(op.layout("C"), "f32")
-    for k in ts.range(0, A.shape[1], op.k):
-        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
-    ts.store(C[tn * op.n:, tm * op.m:], acc, transpose=True)
-
-
-@ts.kernel
-def _gemm_placed(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
-                 mma="v_wmma_f32_16x16x16_f16", swap=False, rows=1):
+def _gemm_placed(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "P", "Q"], *,
+                 mma="v_wmma_f32_16x16x16_f16", swap=False, rows=1, transpose=False):
     """Tile (tm, tn)'s product stored at tile (tn, tm) (``swap``: every tile, in another order than
-    the waves'), or only ``1 / rows`` of the tile rows computed and stored (some tiles unwritten)."""
+    the waves'), transposed there (``transpose``: C = (A @ B) transposed), or only ``1 / rows`` of the
+    tile rows computed and stored (some tiles unwritten). C is ``P x Q``."""
     op = ts.mma_op(mma)
     ts.grid(A.shape[0] // op.m // rows, B.shape[1] // op.n)
     tm, tn = ts.tile_id(0), ts.tile_id(1)
     acc = ts.zeros(op.layout("C"), "f32")
     for k in ts.range(0, A.shape[1], op.k):
         acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
-    if swap:
-        ts.store(C[tn * op.n:, tm * op.m:], acc)
+    if transpose or swap:
+        ts.store(C[tn * op.n:, tm * op.m:], acc, transpose=transpose)
     else:
         ts.store(C[tm * op.m:, tn * op.n:], acc)
 
 
+def placed(target: str, mma: str, M: int, N: int, K: int, **kw: object) -> ts.Program:
+    P, Q = (N, M) if kw.get("transpose") else (M, N)
+    return _gemm_placed.specialize(target=target, M=M, N=N, K=K, P=P, Q=Q, mma=mma, **kw)
+
+
 def _cases() -> list[tuple[str, ts.Program, dict[str, np.ndarray]]]:
     out = []
+    for target, mma in gemm_mod.CONFIGS:
+        p = placed(target, mma, 64, 32, 32, transpose=True)
+        out.append((f"transposed store {target} {mma}", p, gemm_mod.inputs(p)))
     for target, mma in (("gfx1201", "v_wmma_f32_16x16x16_f16"), ("gfx942", "v_mfma_f32_32x32x8f16")):
         for kw in (dict(swap=True), dict(rows=2)):
-            p = _gemm_placed.specialize(target=target, M=64, N=64, K=32, mma=mma, **kw)
+            p = placed(target, mma, 64, 64, 32, **kw)
             out.append((f"placed {kw} {target}", p, gemm_mod.inputs(p)))
-    for target, mma in gemm_mod.CONFIGS:
-        p = _gemm_t.specialize(target=target, M=64, N=32, K=32, mma=mma)
-        out.append((f"transposed store {target} {mma}", p, gemm_mod.inputs(p)))
     for M, N, K in ((64, 64, 64), (96, 64, 32), (40, 48, 32)):
         for p in gemm_mod.programs(M, N, K):
             out.append((f"gemm {M}x{N}x{K} {p.target} {p.body.ops[2].out.dtype}", p, gemm_mod.inputs(p)))
