@@ -448,16 +448,13 @@ def test_the_scan_sees_a_list_of_instruction_kinds(tmp_path: Path) -> None:
         "a mnemonic prefix 'v_wmma_'", "a mnemonic prefix 'v_mfma_'", "a list of instruction kinds ['mfma', 'wmma']"]
 
 
-# --- the DSL's names: listed in tilesim/ir/dsl.py only -------------------------------------------------
+# --- the DSL's names: listed in tilesim/ir/dsl.py only; the Gluon classes: in tilesim/frameworks/gluon.py ---
 _REEXPORTS = ("tilesim/__init__.py", "tilesim/ir/__init__.py")
 
 
-def dsl_name_restatements(root: Path, files: tuple[str, ...] = _REEXPORTS) -> list[str]:
-    """Names of the DSL (``tilesim.ir.dsl.__all__``) written again, as an imported name or a string,
-    in the modules that re-export them (they star-import the DSL and add its ``__all__``)."""
-    from tilesim.ir import dsl
-
-    names = set(dsl.__all__) - {"Program"}
+def reexported_names(root: Path, names: set[str], files: tuple[str, ...] = _REEXPORTS) -> list[str]:
+    """``names`` written again, as an imported name or a string, in the modules that re-export them
+    (they star-import the defining module and add its list to their ``__all__``)."""
     out = []
     for rel in files:
         for node in ast.walk(ast.parse((root / rel).read_text())):
@@ -466,6 +463,25 @@ def dsl_name_restatements(root: Path, files: tuple[str, ...] = _REEXPORTS) -> li
             elif isinstance(node, ast.Constant) and node.value in names:
                 out.append(f"{rel}:{node.lineno}: names {node.value!r}")
     return out
+
+
+def dsl_name_restatements(root: Path, files: tuple[str, ...] = _REEXPORTS) -> list[str]:
+    from tilesim.ir import dsl
+
+    return reexported_names(root, set(dsl.__all__) - {"Program"}, files)
+
+
+def test_the_gluon_classes_are_listed_once() -> None:
+    """A Gluon layout class registered in tilesim/frameworks/gluon.py (SPECS) is exported by
+    tilesim.frameworks with no second edit (0.8.0 imported and listed all eleven there again)."""
+    import tilesim.frameworks as fw
+    from tilesim.frameworks.gluon import SPECS
+
+    assert not reexported_names(ROOT, set(SPECS), ("tilesim/frameworks/__init__.py",))
+    # independent: the Gluon classes docs/frameworks.md documents
+    assert {"BlockedLayout", "SliceLayout", "AMDMFMALayout", "AMDWMMALayout", "NVMMADistributedLayout",
+            "DotOperandLayout", "DistributedLinearLayout"} <= set(fw.__all__)
+    assert all(getattr(fw, n) is c for n, c in SPECS.items()) and set(SPECS) <= set(fw.__all__)
 
 
 def test_the_dsl_names_are_listed_once() -> None:

@@ -5,20 +5,9 @@ This package sits above the catalog (targets < layouts < matrix < … < framewor
 every lower layer; nothing below imports it.
 """
 
+from tilesim.frameworks import gluon as _gluon
 from tilesim.frameworks.check import check_layout, parse_spec
-from tilesim.frameworks.gluon import (
-    AMDMFMALayout,
-    AMDWMMALayout,
-    BlockedLayout,
-    DistributedLinearLayout,
-    DotOperandLayout,
-    NVMMADistributedLayout,
-    NVMMASharedLayout,
-    PaddedSharedLayout,
-    SharedLinearLayout,
-    SliceLayout,
-    SwizzledSharedLayout,
-)
+from tilesim.frameworks.gluon import *  # the Gluon layout classes, listed once: gluon.SPECS
 from tilesim.frameworks.gluon_picture import owners as layout_owners
 from tilesim.frameworks.gluon_picture import svg as layout_svg
 from tilesim.frameworks.index_maps import IndexMapReport, check_index_maps, from_index_maps
@@ -26,19 +15,8 @@ from tilesim.frameworks.ttg_text import TtgParseError, parse_ttg
 from tilesim.frameworks.verdict import LayoutCheck
 
 __all__ = [
-    "AMDMFMALayout",
-    "AMDWMMALayout",
-    "BlockedLayout",
-    "DistributedLinearLayout",
-    "DotOperandLayout",
     "IndexMapReport",
     "LayoutCheck",
-    "NVMMADistributedLayout",
-    "NVMMASharedLayout",
-    "PaddedSharedLayout",
-    "SharedLinearLayout",
-    "SliceLayout",
-    "SwizzledSharedLayout",
     "TtgParseError",
     "check_index_maps",
     "check_layout",
@@ -48,3 +26,4 @@ __all__ = [
     "parse_spec",
     "parse_ttg",
 ]
+__all__ += [name for name in sorted(_gluon.SPECS)]  # every Gluon layout class tilesim reads
