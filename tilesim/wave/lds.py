@@ -37,11 +37,16 @@ from tilesim.ir.core import Value
 from tilesim.matrix.dtypes import decode, encode
 from tilesim.matrix.numerics import cast
 from tilesim.wave.codec import Codec
-from tilesim.wave.kernels import lds_bank_cycles, lds_races
+from tilesim.wave.images import TileImage, WindowImage
+from tilesim.wave.kernels import gather_windows, lds_bank_cycles, lds_races
 from tilesim.wave.lds_access import ALL_ONES, BIT_MOVE, Access, grown, has_nan, what
 from tilesim.wave.lds_access import origins as distinct_origins
 
 __all__ = ["Lds"]
+
+def _built(regs: np.ndarray | TileImage | WindowImage) -> np.ndarray:
+    return regs.image() if isinstance(regs, (TileImage, WindowImage)) else regs
+
 
 class Lds:
     def __init__(self, nwg: int, W: int, wg_of: np.ndarray, wave_of: np.ndarray, banks: int, limit: int,
@@ -414,12 +419,19 @@ class Lds:
         return (c.slots is not None and c.dt.name == buf.dtype and buf.dtype in BIT_MOVE
                 and c.width == 8 * eb and self._aligned(acc, eb))
 
-    def store(self, buf: Value, c: Codec, regs: np.ndarray, acc: Access, active: np.ndarray,
-              src_dtype: str | None = None) -> None:
+    def store(self, buf: Value, c: Codec, regs: np.ndarray | TileImage | WindowImage, acc: Access,
+              active: np.ndarray, src_dtype: str | None = None) -> None:
+        """An ``lds_store`` of register image ``regs`` (or one not built yet: a loaded window's
+        record bits are gathered from the tensor's bits as its slots would hold them)."""
         eb = buf.lds.elem_bytes  # type: ignore[union-attr]
-        if self._bit_move(buf, c, acc, eb) and self.move_bits(
-                buf, np.take(c.slot_view(regs), c.slots, axis=-1), acc, active):  # (per record, the element's width)
-            return
+        if self._bit_move(buf, c, acc, eb):
+            if isinstance(regs, WindowImage) and regs._image is None and regs.codec is c:
+                bits = gather_windows(regs.bits, regs.base, regs.off[c.slots])
+            else:  # per record, in the element's width
+                bits = np.take(c.slot_view(_built(regs)), c.slots, axis=-1)
+            if self.move_bits(buf, bits, acc, active):
+                return
+        regs = _built(regs)
         self._mark(acc, eb, active)
         src = src_dtype or c.dt.name  # the fragment's type, cast to the buffer's (numerics.cast)
         bits = encode(cast(c.decode(regs), src, buf.dtype), buf.dtype)  # type: ignore[arg-type]

@@ -420,7 +420,7 @@ class _Sim:
         c = self.codec_of(v)
         acc = self.lds.access(buf, c, self.scalar(op.args[2]), self.scalar(op.args[3]))
         self.lds.check(buf, acc, True, self.active)
-        self.lds.store(buf, c, self.regs[v.id], acc, self.active, v.dtype)
+        self.lds.store(buf, c, self.regs.raw(v.id), acc, self.active, v.dtype)  # (a loaded window: its bits)
 
     def op_lds_load(self, op: Op) -> None:
         buf = op.args[0]
