@@ -400,7 +400,7 @@ class _Static:
     # ------------------------------------------------------------------ control
     def op_branch(self, op: Op, lead, active, scope) -> None:
         cond = self.scalar(op.args[0], op) != 0
-        if self.W > 1 and any(o.kind == "barrier" for o in _walk(op.attr("body"))):
+        if self.W > 1 and any(o.kind == "barrier" for o in op.attr("body").walk()):
             # a barrier waits for every wave of the workgroup: one that only some waves reach hangs
             # them (CUDA: undefined) or, on AMD, lets the others run on past it unordered
             c = cond & active
@@ -440,7 +440,7 @@ class _Static:
                     self.scal[nxt.id] = self.scal[init.id]
             self._defined_in(body)
             return
-        body_ops = [o for o in _walk(body)]
+        body_ops = body.walk()
         sequential = any(i.kind == "scalar" for i, _ in carried) or self.lds_state and any(
             o.kind.startswith(("lds_", "async_")) or o.kind == "barrier" for o in body_ops)
         if sequential:
@@ -469,18 +469,9 @@ class _Static:
         scope.update(final)  # body values are the last trip's after the loop (it runs at least once)
 
     def _defined_in(self, b: Block) -> None:
-        for o in _walk(b):
+        for o in b.walk():
             if o.out is not None:
                 self.defined.add(o.out.id)
-
-
-def _walk(b: Block) -> list[Op]:
-    out = []
-    for op in b.ops:
-        out.append(op)
-        if op.kind in ("loop", "branch"):
-            out += _walk(op.attr("body"))
-    return out
 
 
 def analyse(prog: Program, *, lds_state: bool = True) -> tuple[list[Note], int]:
