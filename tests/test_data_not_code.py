@@ -519,13 +519,13 @@ def test_a_tensor_over_2_31_elements_is_not_emitted_with_a_32_bit_index():
     from tilesim.ir.ops import program_paths
 
     doc = _doc()
-    doc["tensors"][2][3] = [65536, 65536]
+    doc["tensors"][2][2:4] = [["65536", "65536"], [65536, 65536]]  # fixed dims: sizes name M, N of A and B
     prog = Program.from_json(json.dumps(doc))
     with pytest.raises(CodegenError, match="2147483647"):
         emit_hip(prog)
     paths = program_paths(prog)
     assert not paths["emit"].ok and "32-bit" in paths["emit"].reason
-    doc["tensors"][2][3] = [32768, 65535]  # 2**31 - 32768 elements: every index fits
+    doc["tensors"][2][2:4] = [["32768", "65535"], [32768, 65535]]  # 2**31 - 32768 elements: every index fits
     emit_hip(Program.from_json(json.dumps(doc)))
 
 

@@ -147,23 +147,31 @@ def _attribute_sites() -> tuple[tuple[int, tuple, str], ...]:
 
 def _with(doc: dict, path: tuple, value) -> str:
     """``doc`` as JSON with ``value`` at ``path`` (changed in place and restored: the docs are big).
-    A tensor's new name is also given to the loads and stores of that tensor."""
+    A tensor's new name is also given to the loads and stores of that tensor; a size's new name to
+    every tensor dim of that name and the other way round (sizes must name the tensors' dims)."""
     node = doc
     for p in path[:-1]:
         node = node[p]
     old = node[path[-1]]
     node[path[-1]] = value
-    uses = []
+    uses, dims = [], []
     if path[0] == "tensors" and path[2] == 0:
         uses = [o["attrs"] for o in _all_ops(doc["body"]) if o["attrs"].get("tensor") == old]
     for a in uses:
         a["tensor"] = value
+    if (path[0] == "sizes" and path[-1] == 0) or (path[0] == "tensors" and len(path) == 4 and path[2] == 2):
+        dims = [(t[2], j) for t in doc["tensors"] for j, d in enumerate(t[2]) if d == old and t[2] is not node]
+        dims += [(e, 0) for e in doc["sizes"] if e[0] == old and e is not node]
+    for holder, j in dims:
+        holder[j] = value
     try:
         return json.dumps(doc)
     finally:
         node[path[-1]] = old
         for a in uses:
             a["tensor"] = old
+        for holder, j in dims:
+            holder[j] = old
 
 
 def _all_ops(ops: list):

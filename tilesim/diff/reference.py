@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -72,7 +73,25 @@ def _subnormal(name: str) -> float:
 
 
 def _k_total(prog: Program) -> int:
-    return max([s for d, s in prog.sizes if d == "K"] or [1])
+    """The k-terms an output can accumulate: the size named K, but at most what the program's matrix
+    instructions can sum (each one's k times the trips of the loops around it, added over all of
+    them): a dim merely named K (or a JSON label) must not loosen the bound."""
+    label = max([s for d, s in prog.sizes if d == "K"] or [1])
+    return max(1, min(label, _k_run(prog.body, prog.target, 1)))
+
+
+def _k_run(block: Any, target: str, trips: int) -> int:
+    total = 0
+    for op in block.ops:
+        if op.kind in MMA_KINDS:
+            total += trips * lookup(op.attr("instr"), target).k
+        inner = trips
+        if op.kind == "loop":
+            args = op.args[:3]
+            inner = trips * (len(range(*args)) if all(isinstance(a, int) for a in args) else 1 << 62)
+        for b in op.blocks():
+            total += _k_run(b, target, inner)
+    return total
 
 
 def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None, *,

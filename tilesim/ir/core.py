@@ -459,6 +459,20 @@ def _validate(prog: Program) -> None:
                               f"needed, got shape {ascii(getattr(t, 'shape', None))[:80]}")
         known_dtype(t.dtype, f"tensor {t.name!r}")
         names.add(t.name)
+    # sizes name each tensor dim, with its size (a fixed dim is its own decimal text): a label that
+    # disagreed (JSON's "K": 2**30 beside K = 32) passed, and the tolerance read K from it
+    sizes, used = dict(prog.sizes), set()
+    for t in prog.tensors:
+        for d, n in zip(t.dims, t.shape):
+            if d in sizes:
+                used.add(d)
+                if sizes[d] != n:
+                    raise VerifyError(f"tensor {t.name}: dim {d} has size {n}, but sizes say {d}={sizes[d]}")
+            elif d != str(n):
+                raise VerifyError(f"tensor {t.name}: dim {ascii(d)[:40]} has no entry in sizes "
+                                  f"({', '.join(sorted(sizes)) or 'none'})")
+    if len(sizes) != len(prog.sizes) or set(sizes) - used:
+        raise VerifyError(f"sizes name each tensor dim once; got {ascii(prog.sizes)[:120]}")
     if not isinstance(prog.body, Block):
         raise VerifyError("the program body is not a block")
 
