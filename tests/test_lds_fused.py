@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="fusion needs numba")
 @ts.kernel
 def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
            *, mma="v_wmma_f32_16x16x16_f16", skip_barrier_at=-1, rotate=False, reverse=False, shift_at=-1,
-           skew=False, swap_high=False, drift=False, doubled_prologue=False, stray_read=False):
+           skew=False, swap_high=False, drift=False, doubled_prologue=False, stray_read=False, read_after=False):
     """examples/lds_gemm.py (2x2 waves, double-buffered) with ways to break its repeating pattern:
     ``skip_barrier_at``: no barrier after that iteration; ``rotate``: slab 1's strips are copied by
     other waves (same data, other source waves); ``reverse``: slab 1's strips in reverse row order
@@ -36,7 +36,8 @@ def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.T
     order, wave row 0's not); ``drift``: in iteration 2, wave 3 stages wave 2's rows (a source
     that moves unlike the others between iterations that use the same slab); ``doubled_prologue``:
     the prologue stores 2 * A (iteration 0's operands are not a tensor window); ``stray_read``: an
-    extra load reads rows no store writes (Report.uninit in every iteration)."""
+    extra load reads rows no store writes (Report.uninit in every iteration); ``read_after``: after
+    the loop, one more mma reads both slabs' last contents back from LDS."""
     op = ts.mma_op(mma)
     ts.waves(4)
     BM, BN, BK = 2 * op.m, 2 * op.n, op.k
@@ -82,6 +83,9 @@ def staged(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.T
             ts.barrier()
         with ts.when(k >= skip_barrier_at * BK + BK):
             ts.barrier()
+    if read_after:  # (slab 1 of A with slab 0 of B: both last written by fused iterations)
+        acc = ts.mma(op, ts.lds_load(sA, BM + wm * op.m, 0, op.layout("A")),
+                     ts.lds_load(sB, 0, wn * op.n, op.layout("B")), acc)
     ts.store(C[tm * BM + wm * op.m:, tn * BN + wn * op.n:], acc)
 
 
@@ -182,6 +186,15 @@ def test_iteration_0_reads_the_prologue(target: str, mma: str, doubled: bool, ch
     prog = staged.specialize(target=target, M=32, N=32, K=96, mma=mma, doubled_prologue=doubled)
     _, fused = _runs(prog, _inputs(prog, 2), monkeypatch)
     assert fused == chained
+
+
+@pytest.mark.parametrize("target,mma", L.CONFIGS)
+def test_lds_read_after_the_loop_sees_the_fused_stores(target: str, mma: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a later LDS op a loop fused to its end leaves the LDS bytes unwritten (nothing reads
+    them); with one, the fused stores' bytes are there for it, as step by step."""
+    prog = staged.specialize(target=target, M=32, N=32, K=96, mma=mma, read_after=True)
+    on, fused = _runs(prog, _inputs(prog), monkeypatch)
+    assert fused == 6
 
 
 @pytest.mark.parametrize("target,mma", L.CONFIGS)

@@ -59,8 +59,8 @@ ALL_ONES = {2: 0x0101, 4: 0x01010101, 8: 0x0101010101010101}  # an element whose
 class Access:
     """One distinct access: its byte addresses ``addr[g, record]`` and what is derived from them."""
 
-    __slots__ = ("_addr", "aligned", "banks", "codec", "cols", "flat", "flat_slots", "origin", "per_origin", "runs", "slots_width",
-                 "token", "uniform", "wg0", "width")
+    __slots__ = ("_addr", "aligned", "banks", "codec", "cols", "flat", "flat_slots", "origin", "per_origin", "runs",
+                 "slots_width", "token", "uniform", "wg0", "width")
 
     def __init__(self, token: int, per_origin: np.ndarray, origin: np.ndarray, codec: Codec) -> None:
         self.token = token

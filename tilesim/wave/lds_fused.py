@@ -34,7 +34,8 @@ How, and why each step gives the step-by-step bits:
    one checked from its start reports its findings again, and a race in one iteration only is found
    as step by step) with the written-bytes mask and its reads of unwritten bytes, the LDS bytes
    (each store whose bytes a later fused store of the same access overwrites is skipped; the others
-   move the window's bits as the step-by-step store does), the register images of loads last
+   move the window's bits as the step-by-step store does; none at all when the loop ran to its end
+   here and no op after it touches the LDS: no op reads those bytes), the register images of loads last
    defined in a fused step, and the accumulator. The last iteration is fused too when every
    ``lds_load`` of the body feeds the mma: their images are the source tensor's bits at the stored
    windows' offsets (``lds_sources.lds_image``, the bits the LDS holds); else it runs step by step.
@@ -192,57 +193,55 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: Shape, w: Walk, T: int) -> b
         w.base[id(ld)] = row0 * cols + col0
     last_def: dict[int, int] = {}
     operand_ids = {id(op) for op in shape.operands}
-    # per LDS op: each iteration's (row origins, column origins) as ids of the distinct rows, and
-    # the access of each distinct pair (a k-loop has a few: the slab alternates)
-    origin_ids: dict[int, tuple[list[int], list[int]]] = {}
-    accesses: dict[tuple[int, int, int], Any] = {}
-
-    def access_at(op: Op, buf: Value, c: Any, r: Any, q: Any, t: int) -> Any:
-        ids = origin_ids.get(id(op))
-        if ids is None:
-            ids = origin_ids[id(op)] = (_row_ids(_get(w, sim, r), T), _row_ids(_get(w, sim, q), T))
-        key = (id(op), ids[0][t], ids[1][t])
-        if key not in accesses:
-            acc = lds.access(buf, c, _row(_get(w, sim, r), t, G), _row(_get(w, sim, q), t, G))
-            accesses[key] = acc if lds._aligned(acc, buf.lds.elem_bytes) else None
-        return accesses[key]
     by_buf: dict[int, list[Store]] = {}
+    # the body flattened in program order (a nested op's live flags include its branch's), each
+    # LDS op with its iterations' origins as ids of distinct rows: the access of each distinct
+    # (row, column) pair is looked up once (a k-loop has a few: the slab alternates)
+    flat: list[tuple[Op, str, list[bool], Any]] = []
 
-    def visit(ops: tuple[Op, ...], t: int, events: list[tuple[Op | None, Any]]) -> bool:
+    def plan(ops: tuple[Op, ...]) -> None:
         for op in ops:
-            if not w.live[id(op)][t]:
-                continue
             if op.kind == "branch":
-                if not visit(op.attr("body").ops, t, events):
-                    return False
-            elif op.kind == "load":
-                last_def[op.out.id] = t
-            elif op.kind == "barrier":
-                events.append((None, None))
-            elif op.kind in ("lds_store", "lds_load"):
-                buf = op.args[0]
-                v = op.args[1] if op.kind == "lds_store" else op.out
-                r, q = (op.args[2], op.args[3]) if op.kind == "lds_store" else (op.args[1], op.args[2])
-                acc = access_at(op, buf, sim.codec_of(v), r, q, t)
-                if acc is None:
-                    return False
-                events.append((op, acc))
-                if op.kind == "lds_store":
-                    ld, s = shape.loads[v.id], last_def.get(v.id, -1)
-                    ev = Store(op, acc, t, (ld, s) if s >= 0 and w.inb[id(ld)][s] else None)
-                    w.stores.append(ev)
-                    by_buf.setdefault(buf.id, []).append(ev)
-                elif id(op) in operand_ids:
-                    w.sources[(id(op), t)] = source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes)
-        return True
+                plan(op.attr("body").ops)
+            elif op.kind in ("load", "barrier", "lds_store", "lds_load"):
+                extra = None
+                if op.kind in ("lds_store", "lds_load"):
+                    st = op.kind == "lds_store"
+                    v = op.args[1] if st else op.out
+                    r, q = (op.args[2], op.args[3]) if st else (op.args[1], op.args[2])
+                    extra = (op.args[0], sim.codec_of(v), r, q, _row_ids(_get(w, sim, r), T),
+                             _row_ids(_get(w, sim, q), T), {}, shape.loads.get(v.id), id(op) in operand_ids)
+                flat.append((op, op.kind, w.live[id(op)][:T].tolist(), extra))
 
+    plan(loop.attr("body").ops)
     for ev in _prologue(sim, loop, w):
         w.stores.append(ev)
         by_buf.setdefault(ev.op.args[0].id, []).append(ev)
     for t in range(T):
         events: list[tuple[Op | None, Any]] = []
-        if not visit(loop.attr("body").ops, t, events):
-            return False
+        for op, kind, live, extra in flat:
+            if not live[t]:
+                continue
+            if kind == "load":
+                last_def[op.out.id] = t
+            elif kind == "barrier":
+                events.append((None, None))
+            else:
+                buf, c, r, q, rid, qid, seen, ld, is_operand = extra
+                acc = seen.get((rid[t], qid[t]), seen)
+                if acc is seen:  # (not looked up yet)
+                    acc = lds.access(buf, c, _row(_get(w, sim, r), t, G), _row(_get(w, sim, q), t, G))
+                    acc = seen[(rid[t], qid[t])] = acc if lds._aligned(acc, buf.lds.elem_bytes) else None
+                if acc is None:
+                    return False
+                events.append((op, acc))
+                if kind == "lds_store":
+                    s = last_def.get(op.args[1].id, -1)
+                    ev = Store(op, acc, t, (ld, s) if s >= 0 and w.inb[id(ld)][s] else None)
+                    w.stores.append(ev)
+                    by_buf.setdefault(buf.id, []).append(ev)
+                elif is_operand:
+                    w.sources[(id(op), t)] = source(sim, by_buf.get(buf.id, []), acc, buf.lds.elem_bytes)
         w.steps.append(events)
     return True
 
@@ -307,6 +306,20 @@ def _block_of(memo: dict, block: Any, loop: Op) -> Any:
             return None
         memo[key] = find(block)
     return memo[key]
+
+
+def _lds_after(sim: LdsLoopHost, loop: Op) -> bool:
+    """Whether an op that may run after ``loop`` touches the LDS: True unless the loop is in the
+    program's own block (nothing runs it again) and no op after it there, nested ones included,
+    takes an LDS buffer."""
+    key = ("lds-fused-after", id(loop))
+    if key not in sim.memo:
+        block = _block_of(sim.memo, sim.p.body, loop)
+        later = [o for top in block.ops[block.ops.index(loop) + 1:] for o in (top, *(x for b in top.blocks()
+                                                                                    for x in b.walk()))]
+        after = block is not sim.p.body or any(isinstance(a, Value) and a.kind == "lds" for o in later for a in o.args)
+        sim.memo[key] = after
+    return sim.memo[key]
 
 
 def _get(w: Walk, sim: LdsLoopHost, a: Any) -> np.ndarray:
@@ -420,10 +433,11 @@ def _leave_state(sim: LdsLoopHost, loop: Op, shape: Shape, w: Walk, fused: range
             else:
                 events.append((op.args[0], acc, op.kind == "lds_store"))
     lds.check_epoch(events, sim.active, barrier=False)
-    # the LDS bytes: every fused store a later fused store of the same access does not overwrite
+    # the LDS bytes: every fused store a later fused store of the same access does not overwrite;
+    # none when the loop ran to its end here and no op after it touches the LDS (no op reads them)
     last = {}
     for i, ev in enumerate(w.stores):
-        if ev.t in fused:
+        if ev.t in fused and (not images or _lds_after(sim, loop)):
             last[(ev.op.args[0].id, ev.acc.token)] = i
     for i in sorted(last.values()):
         ev = w.stores[i]
