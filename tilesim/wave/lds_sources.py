@@ -172,8 +172,11 @@ def operand(sim: LdsLoopHost, shape: Shape, w: Walk, which: int, fused: range) -
         elif not np.array_equal(off_all, off):
             return None
         # at every later step, each source wave's base moves as the wave's element j0's source does
-        delta = srcs - srcs[0]
-        if not np.array_equal(delta[:, :, pu], delta[:, :, SG[pi, j0]]):
+        # (checked once per distinct pair of source waves: their difference stays step 0's)
+        pairs = np.unique(np.stack([pu, SG[pi, j0]], 1), axis=0)
+        P, Q = pairs[pairs[:, 0] != pairs[:, 1]].T
+        if not np.array_equal(srcs[:, :, P] - srcs[:, :, Q], np.broadcast_to(srcs[:1, :, P] - srcs[:1, :, Q],
+                                                                               (len(ts), nrep, P.size))):
             return None
         base[np.asarray(ts) - fused.start] = (srcs[:, :, SG[:, j0]] + SO[:, j0]).reshape(len(ts), sim.G)
     assert off_all is not None and tensor is not None
