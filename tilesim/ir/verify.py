@@ -135,6 +135,7 @@ def check(prog: Program, *, lds_state: bool = True) -> CheckReport:
             _check_global_type(rep, op, prog, where)
         if op.kind == "shuffle":
             _check_shuffle(rep, op, where)
+    rep.findings += _discarded_products(prog)
     used = {op.attr("tensor") for op in prog.walk() if op.kind in TENSOR_KINDS}
     for tp in prog.tensors:  # a parameter nothing reads or writes: if it was meant as an output, it stays unwritten
         if tp.name not in used:
@@ -175,6 +176,29 @@ def check_errors(prog: Program, *, lds_state: bool = True) -> list[str]:
         return [str(f) for f in check(prog, lds_state=lds_state).errors]
     except TilesimError as e:
         return [f"check stopped: {type(e).__name__}: {e}"]
+
+
+def _discarded_products(prog: Program) -> list[Finding]:
+    """A matrix instruction whose result no op reads (``ts.mma(...)`` without ``acc =``, or into a
+    name the loop does not carry): its products are thrown away and the output cannot depend on
+    them (check passed such a GEMM, which stores its zero accumulator)."""
+    read: set[int] = set()
+
+    def note(a: Any) -> None:
+        if isinstance(a, Value):
+            read.add(a.id)
+        elif isinstance(a, (tuple, list)):
+            for x in a:
+                note(x)
+
+    ops = prog.walk()
+    for op in ops:
+        note(op.args)
+        if op.kind == "loop":
+            note(op.attr("carried") or ())
+    return [Finding("error", f"op {i} ({op.kind})", f"the result {op.out.short()} of {op.attr('instr')} is never read: "
+                    "its products are discarded (write acc = ts.mma(op, a, b, acc), and carry acc through the loop)")
+            for i, op in enumerate(ops) if op.kind in MMA_KINDS and op.out is not None and op.out.id not in read]
 
 
 def structure(prog: Program) -> list[Finding]:

@@ -1,0 +1,73 @@
+"""A matrix instruction whose result nothing reads is an error (round three).
+
+``ts.mma(op, a, b, acc)`` without ``acc =`` (or into a name the loop does not carry) throws every
+product away: the GEMM below stores the zero accumulator. `check` was OK and `run` without a
+reference exited 0 (COMPILE_ONLY). The output is shown wrong by numpy (all zeros against a
+non-zero A @ B); the carried neighbour stays accepted.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import tilesim as ts
+from tilesim.cli import main
+from tilesim.diff import run
+
+WMMA = "v_wmma_f32_16x16x16_f16"
+
+
+@ts.kernel
+def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *, bug=""):
+    op = ts.mma_op(WMMA)
+    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f32")
+    for k in ts.range(0, A.shape[1], op.k):
+        a = ts.load(A[tm * op.m:, k:], op.layout("A"))
+        b = ts.load(B[k:, tn * op.n:], op.layout("B"))
+        if bug == "discarded":
+            ts.mma(op, a, b, acc)
+        elif bug == "not_carried":
+            acc2 = ts.mma(op, a, b, acc)  # noqa: F841 - the bug under test
+        else:
+            acc = ts.mma(op, a, b, acc)
+    ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+
+def _inputs():
+    rng = np.random.default_rng(0)
+    return {"A": rng.standard_normal((32, 32)).astype(np.float16), "B": rng.standard_normal((32, 32)).astype(np.float16)}
+
+
+@pytest.mark.parametrize("bug", ["discarded", "not_carried"])
+def test_a_discarded_product_fails_check_and_run(bug, tmp_path, capsys):
+    prog = gemm.specialize(target="gfx1201", M=32, N=32, K=32, bug=bug)
+    arrays = _inputs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = ts.simulate(prog, verify=False, **arrays)["C"]
+    want = arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)
+    assert not got.any() and np.abs(want).max() > 1  # wrong by numpy: zeros for a non-zero product
+    errors = ts.check(prog).errors
+    assert any("never read" in str(e) for e in errors), errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = run(prog, device="none", **arrays)
+    assert v.status == "CHECK_FAILED" and not v.ok
+    f = tmp_path / "prog.py"
+    f.write_text(textwrap.dedent(f"""
+        from tests.test_trust_round3_dead_mma import gemm
+        def programs():
+            return [gemm.specialize(target="gfx1201", M=32, N=32, K=32, bug={bug!r})]
+    """))
+    assert main(["check", str(f)]) == 1
+    capsys.readouterr()
+
+
+def test_the_carried_product_is_accepted():
+    assert ts.check(gemm.specialize(target="gfx1201", M=32, N=32, K=32)).ok
