@@ -46,7 +46,12 @@ def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Ten
             a = ts.shuffle(a, [lane if lane < 16 else 16 + (lane - 15) % 16 for lane in range(32)])
         if bug == "shuffle_both_replicas":  # swap the halves: every copy still holds its element
             a = ts.shuffle(a, [lane ^ 16 for lane in range(32)])
-        acc = ts.mma(op, a, b, acc)
+        if bug == "mma_discarded":  # no `acc =`: the products are thrown away (test_trust_round3_dead_mma.py)
+            ts.mma(op, a, b, acc)
+        elif bug == "mma_not_carried":
+            acc2 = ts.mma(op, a, b, acc)  # noqa: F841 - the bug under test
+        else:
+            acc = ts.mma(op, a, b, acc)
     if bug != "no_store":
         ts.store(C[tm * op.m:, tn * op.n:], acc)
 

@@ -15,28 +15,9 @@ import numpy as np
 import pytest
 
 import tilesim as ts
+from tests.test_trust_check import gemm
 from tilesim.cli import main
 from tilesim.diff import run
-
-WMMA = "v_wmma_f32_16x16x16_f16"
-
-
-@ts.kernel
-def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *, bug=""):
-    op = ts.mma_op(WMMA)
-    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-    tm, tn = ts.tile_id(0), ts.tile_id(1)
-    acc = ts.zeros(op.layout("C"), "f32")
-    for k in ts.range(0, A.shape[1], op.k):
-        a = ts.load(A[tm * op.m:, k:], op.layout("A"))
-        b = ts.load(B[k:, tn * op.n:], op.layout("B"))
-        if bug == "discarded":
-            ts.mma(op, a, b, acc)
-        elif bug == "not_carried":
-            acc2 = ts.mma(op, a, b, acc)  # noqa: F841 - the bug under test
-        else:
-            acc = ts.mma(op, a, b, acc)
-    ts.store(C[tm * op.m:, tn * op.n:], acc)
 
 
 def _inputs():
@@ -44,7 +25,7 @@ def _inputs():
     return {"A": rng.standard_normal((32, 32)).astype(np.float16), "B": rng.standard_normal((32, 32)).astype(np.float16)}
 
 
-@pytest.mark.parametrize("bug", ["discarded", "not_carried"])
+@pytest.mark.parametrize("bug", ["mma_discarded", "mma_not_carried"])
 def test_a_discarded_product_fails_check_and_run(bug, tmp_path, capsys):
     prog = gemm.specialize(target="gfx1201", M=32, N=32, K=32, bug=bug)
     arrays = _inputs()
@@ -61,7 +42,7 @@ def test_a_discarded_product_fails_check_and_run(bug, tmp_path, capsys):
     assert v.status == "CHECK_FAILED" and not v.ok
     f = tmp_path / "prog.py"
     f.write_text(textwrap.dedent(f"""
-        from tests.test_trust_round3_dead_mma import gemm
+        from tests.test_trust_check import gemm
         def programs():
             return [gemm.specialize(target="gfx1201", M=32, N=32, K=32, bug={bug!r})]
     """))

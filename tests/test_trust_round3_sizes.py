@@ -16,24 +16,11 @@ import numpy as np
 import pytest
 
 import tilesim as ts
+from examples.gemm import gemm
 from tilesim.diff import run
 from tilesim.diff.reference import result_tolerance
 from tilesim.errors import VerifyError
 from tilesim.ir.core import Program
-
-WMMA = "v_wmma_f32_16x16x16_f16"
-
-
-@ts.kernel
-def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *, scale=1.0):
-    op = ts.mma_op(WMMA)
-    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-    tm, tn = ts.tile_id(0), ts.tile_id(1)
-    acc = ts.zeros(op.layout("C"), "f32")
-    for k in ts.range(0, A.shape[1], op.k):
-        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
-    ts.store(C[tm * op.m:, tn * op.n:], acc * scale if scale != 1.0 else acc)
-
 
 def _doc(prog) -> dict:
     return json.loads(prog.to_json())
