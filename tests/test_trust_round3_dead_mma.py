@@ -52,3 +52,21 @@ def test_a_discarded_product_fails_check_and_run(bug, tmp_path, capsys):
 
 def test_the_carried_product_is_accepted():
     assert ts.check(gemm.specialize(target="gfx1201", M=32, N=32, K=32)).ok
+
+
+def test_an_epilogue_computed_and_not_stored_fails_check():
+    """`out = acc * 0.5` computed, `acc` stored: the store does not depend on the epilogue."""
+
+    @ts.kernel
+    def scaled(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
+               store_scaled=False):
+        op = ts.mma_op("v_wmma_f32_16x16x16_f16")
+        ts.grid(1, 1)
+        acc = ts.mma(op, ts.load(A[0:, 0:], op.layout("A")), ts.load(B[0:, 0:], op.layout("B")),
+                     ts.zeros(op.layout("C"), "f32"))
+        out = acc * 0.5
+        ts.store(C[0:, 0:], out if store_scaled else acc)
+
+    bad = ts.check(scaled.specialize(target="gfx1201", M=16, N=16, K=16)).errors
+    assert any("never read" in str(e) and "elementwise" in str(e) for e in bad), bad
+    assert ts.check(scaled.specialize(target="gfx1201", M=16, N=16, K=16, store_scaled=True)).ok

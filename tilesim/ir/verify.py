@@ -179,9 +179,10 @@ def check_errors(prog: Program, *, lds_state: bool = True) -> list[str]:
 
 
 def _discarded_products(prog: Program) -> list[Finding]:
-    """A matrix instruction whose result no op reads (``ts.mma(...)`` without ``acc =``, or into a
-    name the loop does not carry): its products are thrown away and the output cannot depend on
-    them (check passed such a GEMM, which stores its zero accumulator)."""
+    """A fragment no op reads: a matrix instruction's (``ts.mma(...)`` without ``acc =``, or into a
+    name the loop does not carry: its products are thrown away, and check passed such a GEMM,
+    which stores its zero accumulator) or any other op's (an epilogue computed and the raw
+    accumulator stored). No example program has one."""
     read: set[int] = set()
 
     def note(a: Any) -> None:
@@ -196,9 +197,18 @@ def _discarded_products(prog: Program) -> list[Finding]:
         note(op.args)
         if op.kind == "loop":
             note(op.attr("carried") or ())
-    return [Finding("error", f"op {i} ({op.kind})", f"the result {op.out.short()} of {op.attr('instr')} is never read: "
-                    "its products are discarded (write acc = ts.mma(op, a, b, acc), and carry acc through the loop)")
-            for i, op in enumerate(ops) if op.kind in MMA_KINDS and op.out is not None and op.out.id not in read]
+    out = []
+    for i, op in enumerate(ops):
+        if op.out is None or op.out.kind != "frag" or op.out.id in read:
+            continue
+        if op.kind in MMA_KINDS:
+            why = (f"the result {op.out.short()} of {op.attr('instr')} is never read: its products are discarded "
+                   "(write acc = ts.mma(op, a, b, acc), and carry acc through the loop)")
+        else:  # e.g. an epilogue computed and the raw accumulator stored
+            why = (f"the fragment {op.out.short()} is never read: nothing stored depends on this {op.kind} "
+                   "(store it, carry it through the loop, or drop it)")
+        out.append(Finding("error", f"op {i} ({op.kind})", why))
+    return out
 
 
 def structure(prog: Program) -> list[Finding]:
