@@ -21,11 +21,12 @@ def kernel_text(target: str, body: str, lds: int = 0) -> str:
 
 
 def run(target: str, body: str, v: dict[int, np.ndarray] | None = None, s: dict[int, int] | None = None,
-        exec_mask: int | None = None, waves: int = 1, lds: int = 0, heap: Heap | None = None) -> Machine:
+        exec_mask: int | None = None, waves: int = 1, lds: int = 0, heap: Heap | None = None,
+        agprs: int = 0) -> Machine:
     """Registers after running ``body`` (v: VGPR -> per-lane uint32 values; s: SGPR -> value)."""
     k = parse(kernel_text(target, body, lds))
     L = WAVE[target]
-    st = Machine(target=target, wave=L, waves=waves, vgprs=256)
+    st = Machine(target=target, wave=L, waves=waves, vgprs=256, agprs=agprs)
     st.heap = heap or Heap()
     st.lds = Lds(1, lds)
     st.group = np.zeros(waves, np.int64)

@@ -34,7 +34,9 @@ __all__ = ["compile_valu", "VALU_OPS", "fma_f32"]
 _U32, _U64 = np.uint32, np.uint64
 
 _FLOAT_KINDS = ("f32", "f16", "f64")
-_HIGH_RULE = ("v_cvt_f16_f32",)  # non-true16 16-bit results whose high-half rule is known
+# non-true16 16-bit results whose high-half rule is known: those of LLVM's
+# GCNSubtarget::zeroesHigh16BitsOfDest list that VALU_OPS models (gfx9 zeroes, gfx10+ preserve)
+_HIGH_RULE = ("v_cvt_f16_f32", "v_lshlrev_b16", "v_lshrrev_b16", "v_add_u16", "v_sub_u16")
 
 
 def _cnd_source(op: object, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
@@ -209,6 +211,8 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
     if m in ("v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32", "v_add_co_ci_u32", "v_addc_co_u32",
              "v_sub_co_ci_u32", "v_subrev_co_ci_u32", "v_subb_co_u32", "v_subbrev_co_u32"):  # gfx9 spells borrow "subb"
         return _carry(m, ins, ctx, st)
+    if m in ("v_mad_u64_u32", "v_mad_co_u64_u32"):  # gfx12 renamed it (the carry out is the same)
+        return _mad_u64(ins, ctx, st)
     if m == "v_lshl_add_u64":
         d, a, b, c = ops
         fa, fc = _source(a, "u64", ctx, ins, st), _source(c, "u64", ctx, ins, st)
@@ -301,6 +305,26 @@ def _carry(m: str, ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, n
     return run
 
 
+def _mad_u64(ins: Instr, ctx: Ctx, st: Machine) -> _Run:
+    """V_MAD_U64_U32 (VOP3B; CDNA3/CDNA4 guide §12.11, RDNA3/RDNA4 VOP3SD): ``{ D1.u1, D0.u64 } =
+    65'B(65'U(S0.u32) * 65'U(S1.u32) + 65'U(S2.u64))`` — the low 64 bits in the VGPR pair, bit 64
+    (the carry out of the add; the product itself fits 64 bits) in the lane mask SDST (``null``: none)."""
+    if len(ins.operands) != 5:
+        raise ctx.err(ins, f"expected 5 operands, got {len(ins.operands)}")
+    d, cd, a, b, c = ins.operands
+    null = isinstance(cd, Reg) and cd.file == "s" and cd.index == 125 and cd.count == 1
+    co = None if null else _mask_dest(cd, ctx, ins, st)
+    fa, fb, fc = _source(a, "u32", ctx, ins, st), _source(b, "u32", ctx, ins, st), _source(c, "u64", ctx, ins, st)
+    w = _dest_writer(d, "u64", ctx, ins, st)
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        prod = np.asarray(fa()).astype(_U64) * np.asarray(fb()).astype(_U64)  # < 2**64: exact
+        res = prod + np.asarray(fc()).astype(_U64)  # wraps mod 2**64
+        carry = np.broadcast_to(res < prod, act.shape) & act  # inactive lanes write 0, as the compares
+        return lambda: (w(res, act), None if co is None else st.write_mask(co[0], co[1], carry, sel))
+    return run
+
+
 def compile_valu(ins: Instr | tuple[Instr, Instr], ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
     """``run(sel)`` for a VALU instruction or a VOPD pair."""
     if isinstance(ins, tuple):
@@ -384,13 +408,16 @@ _SDWA_SEL = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (2
 
 def _sdwa(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
     """GFX9 SDWA on 32-bit integer VOP2 ops: each source is a selected byte/word (zero- or, with
-    ``sext()``, sign-extended); only a whole-dword result (``dst_sel:DWORD dst_unused:UNUSED_PAD``)
-    is modelled."""
+    ``sext()``, sign-extended); the result's low byte/word goes to the ``dst_sel`` field, the other
+    bits zero (``UNUSED_PAD``) or kept from the destination (``UNUSED_PRESERVE``) — the SDWA field
+    table of the GCN3/Vega ISA guides (CLRX's GcnInstrsSdwa.md spells it out as pseudo-code).
+    ``UNUSED_SEXT`` on a partial ``dst_sel`` raises."""
     m = ins.mnemonic[: -len("_sdwa")]
     mods = dict(ins.mods)
     allowed = {"dst_sel", "dst_unused", "src0_sel", "src1_sel"}
-    if set(mods) - allowed or mods.get("dst_sel", "DWORD") != "DWORD" or \
-            mods.get("dst_unused", "UNUSED_PAD") != "UNUSED_PAD":
+    dst_sel, unused = mods.get("dst_sel", "DWORD"), mods.get("dst_unused", "UNUSED_PAD")
+    if set(mods) - allowed or dst_sel not in _SDWA_SEL or \
+            unused not in (("UNUSED_PAD", "UNUSED_PRESERVE") if dst_sel != "DWORD" else ("UNUSED_PAD",)):
         raise ctx.err(ins, "SDWA destination selects and other SDWA modifiers are not modelled")
     if m not in VALU_OPS or VALU_OPS[m][0] not in (("u32", "u32"), ("u32",)) or VALU_OPS[m][1] != "u32":
         raise ctx.err(ins, "SDWA is modelled for 32-bit integer ops only")
@@ -413,9 +440,13 @@ def _sdwa(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray
             return (v & 0xFFFFFFFF).astype(_U32)
         srcs.append(pick)
     w = _dest_writer(ops[0], "u32", ctx, ins, st)
+    lo, width = _SDWA_SEL[dst_sel]
+    field = _U32(((1 << width) - 1) << lo)
+    old = _source(ops[0], "u32", ctx, ins, st) if unused == "UNUSED_PRESERVE" else (lambda: _U32(0))
 
     def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
-        r = np.array(fn(*(f() for f in srcs)))
+        r = np.asarray(fn(*(f() for f in srcs))).astype(_U32)
+        r = ((r << _U32(lo)) & field) | (np.asarray(old()) & ~field)  # DWORD: field is every bit
         return lambda: w(r, act)
     return run
 

@@ -99,6 +99,10 @@ VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
     "v_mov_b32": (("u32",), "u32", lambda a: a),
     "v_mov_b64": (("u64",), "u64", lambda a: a),
     "v_mov_b16": (("u16",), "u16", lambda a: a),
+    # CDNA3/CDNA4: move 32 bits between the architectural and the accumulation VGPRs (one unified file)
+    "v_accvgpr_write_b32": (("u32",), "u32", lambda a: a),
+    "v_accvgpr_read_b32": (("u32",), "u32", lambda a: a),
+    "v_accvgpr_mov_b32": (("u32",), "u32", lambda a: a),
     "v_lshlrev_b16": (("u16", "u16"), "u16", lambda a, b: b << (a & np.uint16(15))),
     "v_lshrrev_b16": (("u16", "u16"), "u16", lambda a, b: b >> (a & np.uint16(15))),
     "v_add_u16": (("u16", "u16"), "u16", lambda a, b: a + b),
