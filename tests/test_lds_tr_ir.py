@@ -246,8 +246,7 @@ def test_8bit_gemm_through_the_b8_reads_is_exact(target, mma, dt, read):
 @pytest.mark.compiler
 @pytest.mark.parametrize(("target", "mma", "dt", "read"), I8_CASES, ids=[c[0] for c in I8_CASES])
 def test_8bit_gemm_compiles_to_the_b8_read(target, mma, dt, read):
-    """(The emulator does not run this kernel yet: clang packs the i8 staging copy with SDWA byte
-    selects, which it does not model.)"""
+    """(The gfx950 kernel also runs in the emulator, exact to numpy: tests/test_isa_sweep_ops.py.)"""
     from tilesim.codegen.hip import emit_hip
     from tilesim.hw.offline import compile_hip
 
