@@ -170,11 +170,16 @@ def _row(x: np.ndarray, t: int, G: int) -> np.ndarray:
 
 def _row_ids(x: np.ndarray, T: int) -> list[int]:
     """For each iteration ``t < T`` of a ``[T or 1, G or 1]`` scalar, an id of its row of values
-    (equal ids: equal rows)."""
+    (equal ids: equal rows). A k-loop's rows repeat with a short period (the slab alternates): when
+    every row equals the one ``p`` before it, row ``t`` is row ``t % p`` and only the first ``p``
+    rows are told apart by their bytes."""
     if x.shape[0] == 1:
         return [0] * T
+    x = x[:T]
+    period = next((p for p in range(1, 5) if p < T and not (x[p:] != x[:-p]).any()), T)
     seen: dict[bytes, int] = {}
-    return [seen.setdefault(x[t].tobytes(), len(seen)) for t in range(T)]
+    first = [seen.setdefault(x[t].tobytes(), len(seen)) for t in range(period)]
+    return [first[t % period] for t in range(T)]
 
 
 # ---------------------------------------------------------------------------- the walk (no state changes)
