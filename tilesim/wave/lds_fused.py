@@ -191,11 +191,13 @@ def _walk_events(sim: LdsLoopHost, loop: Op, shape: Shape, w: Walk, T: int) -> b
     for ld in shape.loads.values():
         name, tr, c = ld.attr("tensor"), bool(ld.attr("transpose")), sim.codec_of(ld.out)
         rows, cols = sim.tensors[name].shape
-        row0 = np.broadcast_to(_get(w, sim, ld.args[0]), (w.vals[loop.out.id].shape[0], G))
-        col0 = np.broadcast_to(_get(w, sim, ld.args[1]), row0.shape)
+        T_all = w.vals[loop.out.id].shape[0]
+        row0, col0 = _get(w, sim, ld.args[0]), _get(w, sim, ld.args[1])  # [T or 1, G or 1]
         rlo, rhi, clo, chi = sim.offsets(name, c, tr)[1]
-        w.inb[id(ld)] = ((row0 + rlo >= 0) & (row0 + rhi < rows) & (col0 + clo >= 0) & (col0 + chi < cols)).all(1)
-        w.base[id(ld)] = row0 * cols + col0
+        # every lane in bounds: the waves' least and greatest origins are (no [T, G] temporaries)
+        w.inb[id(ld)] = np.broadcast_to((row0.min(1) + rlo >= 0) & (row0.max(1) + rhi < rows)
+                                        & (col0.min(1) + clo >= 0) & (col0.max(1) + chi < cols), (T_all,))
+        w.base[id(ld)] = np.broadcast_to(row0 * cols + col0, (T_all, G))
     last_def: dict[int, int] = {}
     operand_ids = {id(op) for op in shape.operands}
     by_buf: dict[int, list[Store]] = {}
