@@ -140,3 +140,36 @@ def test_tile_proof_gives_the_per_element_findings(monkeypatch: pytest.MonkeyPat
     for name in ("copy exact 4x4", "copy exact mfma", "two halves",
                  "gemm 48x64x32 gfx1201", "gemm 96x96x64 gfx942"):
         assert not any("never written" in f or "written by" in f for f in without[name]), (name, without[name])
+
+
+def test_read_tile_proof_gives_the_per_element_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Input coverage (``input_coverage``) the same way: its proof on tiles (``_read_tiled``) against
+    the per-element pass, on every example (broadcast loads of a bias, async copies, scales, LDS
+    staging), the ragged GEMMs and planted input-coverage bugs (tests/test_input_coverage.py)."""
+    from tests.test_input_coverage import planted as unread  # noqa: PLC0415
+
+    progs = _programs() + [(f"block_gemm_async:{p.name}:{p.target}", p)
+                           for p in importlib.import_module("examples.block_gemm_async").programs()]
+    progs += [(f"unread {k}", p) for k, p in unread().items()]
+    proved: list[bool] = []
+    real = footprint._read_tiled
+
+    def spy(reads, shape):
+        proved.append(real(reads, shape))
+        return proved[-1]
+
+    monkeypatch.setattr(footprint, "_read_tiled", spy)
+    with_proof = {name: _findings(p) for name, p in progs}
+    monkeypatch.setattr(footprint, "_read_tiled", lambda reads, shape: False)
+    without = {name: _findings(p) for name, p in progs}
+    for name, _ in progs:
+        assert with_proof[name] == without[name], name
+    assert sum(proved) >= 40 and not all(proved), (sum(proved), len(proved))
+    for name in ("unread one step short", "unread from op.k", "unread scales of the wrong k-block"):
+        assert any("never read" in f for f in without[name]), (name, without[name])
+    # elsewhere unread inputs are warnings: operands of outputs never written (a grid too small for ragged
+    # sizes: that error comes first), the inputs of copies (no matrix instruction: may be meant)
+    assert not any(f.startswith("error") and "never read" in f for name, _ in progs if not name.startswith("unread")
+                   for f in without[name])
+    for name in ("gemm 40x64x32 gfx1201", "copy grid too small"):
+        assert any(f.startswith("warning") and "never read" in f for f in without[name]), (name, without[name])

@@ -2,8 +2,9 @@
 
 * A device (or the emulator) that agrees with the simulator proves the model right, not the program:
   without a reference, MATCH says the result was not judged (0.7.0 said so only for COMPILE_ONLY and
-  SIMULATED_ONLY). The program here sums only K-steps 1..K-1 (numpy: not A @ B), a wrong program
-  that no layout contradicts.
+  SIMULATED_ONLY). The program here scales A @ B by 1.25 (numpy: not A @ B), a wrong program that
+  no layout contradicts. (Until 0.8.0 it summed only K-steps 1..K-1; check now finds that: columns of
+  A never read along the reduced axis, tests/test_input_coverage.py.)
 * Disagreeing replicas the simulator observes make the verdict CHECK_FAILED even where `check` has
   nothing to say (here: check is told nothing, through a monkeypatched check that passes all).
 """
@@ -23,14 +24,14 @@ NV = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 
 @ts.kernel
 def skip_first(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
-               mma=NV, start=16):
+               mma=NV, start=16, scale=1.0):
     op = ts.mma_op(mma)
     ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
     tm, tn = ts.tile_id(0), ts.tile_id(1)
     acc = ts.zeros(op.layout("C"), "f32")
     for k in ts.range(start, A.shape[1], op.k):
         acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
-    ts.store(C[tm * op.m:, tn * op.n:], acc)
+    ts.store(C[tm * op.m:, tn * op.n:], acc * scale if scale != 1.0 else acc)
 
 
 def _arrays():
@@ -39,7 +40,9 @@ def _arrays():
 
 
 def test_match_without_reference_says_not_judged():
-    p, arrays = skip_first.specialize(target="sm_90", M=32, N=32, K=32), _arrays()
+    assert not ts.check(skip_first.specialize(target="sm_90", M=32, N=32, K=32)).ok  # K-step 0 never read
+    p, arrays = skip_first.specialize(target="sm_90", M=32, N=32, K=32, start=0, scale=1.25), _arrays()
+    assert ts.check(p).ok
     want = arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)
     assert not np.allclose(ts.simulate(p, **arrays)["C"], want, rtol=1e-3)  # wrong by numpy
     v = run(p, runner=fake.device_like_simulator, **arrays)

@@ -8,7 +8,10 @@ fragment layout follow, as arrays:
 * **coverage** — the set of elements each store writes; every element of an output tensor must be
   written exactly once per (workgroup, wave): unwritten elements are named with the store, the
   lane and VGPR that would hold them and the tile id that would have stored them; two waves or
-  workgroups writing one element are a write race;
+  workgroups writing one element are a write race; one wave overwriting an element with other data
+  that it never loads back is a dead write;
+* **input coverage** — the distinct origins each load of an input tensor reads from; an element no
+  load reads, along an axis a matrix instruction sums over, is an error (terms missing from a sum);
 * **bounds** — global loads/stores outside their tensor (masked: a warning with the count); LDS
   accesses outside their buffer (an error: the simulator refuses, the device corrupts memory);
 * **LDS races** — two waves of a workgroup touching the same LDS byte, at least one writing, with no
@@ -35,7 +38,8 @@ import numpy as np
 from tilesim.errors import VerifyError
 from tilesim.ir.async_copy import InFlight, copy_problem
 from tilesim.ir.core import Block, Op, Program, Value
-from tilesim.ir.footprint import BUDGET, Note, Skip as _Skip, Store as _Store, coverage, records as _records
+from tilesim.ir.footprint import (BUDGET, Note, Read, Skip as _Skip, Store as _Store, coverage, input_coverage,
+                                   origins, records as _records)
 from tilesim.ir.lds_tr import op_plan, tr_addresses
 from tilesim.ir.orders import Load, read_back_races
 from tilesim.ir.ops import BINOPS
@@ -63,6 +67,7 @@ class _Static:
         self.notes: list[Note] = []
         self.stores: list[_Store] = []
         self.out_loads: list[Load] = []
+        self.reads: list[Read] = []  # what each load of an input tensor reads (input coverage)
         self.oob: dict[tuple[str, str], list[Any]] = {}  # (tensor, load/store) -> [count, first message]
         self.index = 0
         self.op_index: dict[int, int] = {id(op): i for i, op in enumerate(prog.walk())}
@@ -177,6 +182,8 @@ class _Static:
         r0s, c0s = self.scalar(r0, op), self.scalar(c0, op)
         if not store and self.p.tensor(name).output:  # read back from an output: ordered against its stores?
             self._output_load(op, name, rr, cc, r0s, c0s, lead, active)
+        elif not store:
+            self._read(op, name, rr, cc, r0s, c0s, lead, active)
         # bounds from the extents, on the scalars' own (broadcastable) shapes: O(trips + waves) for a GEMM's loads
         if not store and bool(((r0s + rr.min() >= 0) & (r0s + rr.max() < rows)).all()) \
                 and bool(((c0s + cc.min() >= 0) & (c0s + cc.max() < cols)).all()):
@@ -209,6 +216,12 @@ class _Static:
             self.stores.append(_Store(self.op_index.get(id(op), -1), name, flat, g,
                                       np.stack([r_act, c_act], 1), v, bool(op.attr("transpose")), True, self.epoch,
                                       cols))
+
+    def _read(self, op: Op, name: str, rr: np.ndarray, cc: np.ndarray, r0s: Any, c0s: Any, lead: tuple[int, ...],
+              active: np.ndarray) -> None:
+        at = origins(np.asarray(r0s), np.asarray(c0s), active, (*lead, self.G), BUDGET)
+        if at.shape[0]:
+            self.reads.append(Read(self.op_index.get(id(op), -1), name, rr, cc, at))
 
     def _output_load(self, op: Op, name: str, rr: np.ndarray, cc: np.ndarray, r0s: np.ndarray, c0s: np.ndarray,
                      lead: tuple[int, ...], active: np.ndarray) -> None:
@@ -348,6 +361,10 @@ class _Static:
             self.note("error", self.where(op), f"lds_copy_async: {at}{bad[1]}")
             return
         v = Value(0, "frag", buf.dtype, op.attr("layout"))
+        if not self.p.tensor(op.attr("tensor")).output:
+            rr, cc, _ = _records(v, False)
+            self._read(op, op.attr("tensor"), rr, cc, self.scalar(op.args[3], op), self.scalar(op.args[4], op), lead,
+                       active)
         addr = self._lds(op, buf, v, op.args[1], op.args[2], lead, active, write=True)
         if addr is None or self.flight is None:  # outside the buffer (reported), or not tracked (said)
             return
@@ -503,6 +520,7 @@ def analyse(prog: Program, *, lds_state: bool = True) -> tuple[list[Note], int]:
         return big
 
     coverage(st, prog, BUDGET, rerun)
+    input_coverage(st, prog, BUDGET)
     for where, message in read_back_races(prog, st.out_loads, st.stores, st.wg_of, st.wave_of):
         st.note("error", where, message)
     return st.notes, st.race_count

@@ -1,7 +1,7 @@
 """What one access of a fragment touches, and the coverage the stores give: the records of a
 fragment's layout (:func:`records`), a store's footprint (:class:`Store`), the analysis' findings
-(:class:`Note`) and its budget, and the pass that every output element is written exactly once
-(:func:`coverage`). The walk that produces the footprints is :mod:`tilesim.ir.accesses`.
+(:class:`Note`) and its budget, the pass that every output element is written exactly once
+(:func:`coverage`) and its counterpart that every input element is read (:func:`input_coverage`). The walk that produces the footprints is :mod:`tilesim.ir.accesses`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from tilesim.ir.core import Program, Value
+from tilesim.ir.ops import MMA_KINDS
 
-__all__ = ["BUDGET", "Note", "Skip", "Store", "coverage", "lattice", "records"]
+__all__ = ["BUDGET", "Note", "Read", "Skip", "Store", "coverage", "input_coverage", "lattice", "origins", "records"]
 
 BUDGET = 1 << 26  # elements of one analysis array (int64: 512 MiB would be 2^26); larger -> "not checked"
 
@@ -117,7 +118,8 @@ def coverage(st: Any, prog: Program, budget: int, rerun: Callable[[tuple[int, ..
         if counts.max(initial=0) > 1:
             flat = np.concatenate([f for f, _ in parts])
             g = np.concatenate([g for _, g in parts])
-            _written_twice(st, t.name, cols, counts, flat, g)
+            if not _written_twice(st, t.name, cols, counts, flat, g):
+                _dead_writes(st, t.name, cols, counts, stores)
 
 
 def lattice(rr: np.ndarray, cc: np.ndarray, row0: np.ndarray, col0: np.ndarray,
@@ -207,7 +209,8 @@ def _who(prog: Program, name: str, e: int, budget: int, rerun: Callable[[tuple[i
     return "no store of the program's tiling reaches it at any tile id"
 
 
-def _written_twice(st: Any, name: str, cols: int, counts: np.ndarray, flat: np.ndarray, g: np.ndarray) -> None:
+def _written_twice(st: Any, name: str, cols: int, counts: np.ndarray, flat: np.ndarray, g: np.ndarray) -> bool:
+    """A write race (an element written by two (workgroup, wave)s): noted, True."""
     multi = counts[flat] > 1
     pairs = np.unique(flat[multi] * st.G + g[multi])
     elem, who = pairs // st.G, pairs % st.G
@@ -219,7 +222,224 @@ def _written_twice(st: Any, name: str, cols: int, counts: np.ndarray, flat: np.n
         st.note("error", f"store to {name}", f"{name}[{e // cols}][{e % cols}] is written by "
                 f"{' and by '.join(f'workgroup {int(st.wg_of[x])}, wave {int(st.wave_of[x])}' for x in ws)} "
                 f"({race.size} elements written by more than one wave): a write race, the result depends on timing")
+        return True
+    return False
+
+
+def _dead_writes(st: Any, name: str, cols: int, counts: np.ndarray, stores: list[Store]) -> None:
+    """Elements one wave writes several times. An error when a write is dead: the wave overwrites
+    it with other data (another fragment, another position of it, or the same store op again in a
+    loop) and never loads the element back (a program that accumulates through its output loads it).
+    A warning when every write of the element stores the same data (one fragment value, from one
+    origin, by distinct store ops): the copies agree. The order of a load against the stores is not
+    followed: a load of the element anywhere by the writing wave counts as reading it."""
+    multi = counts > 1
+    rows_ = []  # per write of a multi-written element: element, writer, op, and what data (value, transpose, origin)
+    for s in stores:
+        keep, _ = _unique_cols(s.value, s.transpose)
+        f = s.flat[:, keep]
+        hit = (f >= 0) & multi[np.where(f >= 0, f, 0)]
+        i, _j = np.nonzero(hit)
+        rows_.append(np.stack([f[hit], s.g[i], np.full(i.size, s.op), np.full(i.size, s.value.id),
+                               np.full(i.size, int(s.transpose)), s.origin[i, 0], s.origin[i, 1]], 1))
+    w = np.concatenate(rows_)
+    w = w[np.lexsort(w.T[::-1])]
+    first = np.ones(len(w), bool)
+    first[1:] = w[1:, 0] != w[:-1, 0]
+    start = np.flatnonzero(first)
+    data = w[:, 3:]
+    same_data = np.ones(len(w), bool)  # every write of the element stores what its first write does
+    same_data[1:] = (data[1:] == data[:-1]).all(1) | first[1:]
+    same_op = np.zeros(len(w), bool)  # one store op writing the element twice: a loop, new data each trip
+    same_op[1:] = (w[1:, 2] == w[:-1, 2]) & ~first[1:]
+    agree = np.logical_and.reduceat(same_data & ~same_op, start)
+    elems = w[start, 0]
+    writer = w[start, 1]
+    loaded = np.zeros(len(elems), bool)
+    keys = elems * st.G + writer
+    for ld in st.out_loads:
+        if ld.tensor == name:
+            fl = np.broadcast_to(ld.g[:, None], ld.flat.shape)
+            ok = ld.flat >= 0
+            loaded |= np.isin(keys, ld.flat[ok] * st.G + fl[ok])
+    dead = ~agree & ~loaded
+    if dead.any():
+        k = int(np.flatnonzero(dead)[0])
+        e, x = int(elems[k]), int(writer[k])
+        ops = sorted({int(o) for o in w[w[:, 0] == e, 2]})
+        st.note("error", f"store to {name}", f"{name}[{e // cols}][{e % cols}] is written {int(counts[e])} times by "
+                f"workgroup {int(st.wg_of[x])}, wave {int(st.wave_of[x])} (op{'s' if len(ops) > 1 else ''} "
+                f"{', '.join(map(str, ops))}) with different data and never loaded back in between "
+                f"({int(dead.sum())} elements written more than once): the earlier writes are dead, only the last "
+                "one reaches memory (a store meant for another tile, or a duplicated store?)")
         return
-    e = int(np.flatnonzero(counts > 1)[0])
+    e = int(elems[0])
     st.note("warning", f"store to {name}", f"{name}[{e // cols}][{e % cols}] is written {int(counts[e])} times by one "
-            f"wave ({int((counts > 1).sum())} elements written more than once): the last write wins")
+            f"wave ({int(multi.sum())} elements written more than once): the last write wins"
+            + ("" if agree.all() else "; the wave loads them back in between (accumulating through the output)"))
+
+
+@dataclass
+class Read:
+    """What one load op (or asynchronous copy) reads of a global tensor: the records' offsets from
+    each distinct origin any active (workgroup, wave, trip) loads from."""
+
+    op: int
+    tensor: str
+    rr: np.ndarray  # int64[records] row offset
+    cc: np.ndarray  # int64[records] col offset
+    origin: np.ndarray  # int64[n, 2] distinct (row0, col0)
+
+
+def origins(r0s: np.ndarray, c0s: np.ndarray, active: np.ndarray, full: tuple[int, ...], budget: int) -> np.ndarray:
+    """The distinct (row0, col0) of an access whose origins are the (broadcastable) scalar arrays
+    ``r0s``, ``c0s`` over the ``full`` (trips..., waves) shape where ``active``. When every instance
+    is active and the two vary along different axes (a GEMM's A rows with the tile id, its columns
+    with the K trip) the pairs are the product of the distinct values of each: O(trips + waves)."""
+    nd = len(full)
+    r, c = (np.reshape(x, (1,) * (nd - np.ndim(x)) + np.shape(x)) for x in (r0s, c0s))
+    if bool(np.all(active)) and not any(a > 1 and b > 1 for a, b in zip(r.shape, c.shape)):
+        ur, uc = np.unique(r), np.unique(c)
+        if ur.size * uc.size > budget:
+            raise Skip(f"{ur.size * uc.size} load origins")
+        return np.stack([np.repeat(ur, uc.size), np.tile(uc, ur.size)], 1)
+    act = np.broadcast_to(active, full)
+    if int(act.sum()) > budget:
+        raise Skip(f"{int(act.sum())} load instances")
+    rf, cf = np.broadcast_to(r, full)[act], np.broadcast_to(c, full)[act]
+    return np.unique(np.stack([rf, cf], 1), axis=0) if rf.size else np.zeros((0, 2), np.int64)
+
+
+def input_coverage(st: Any, prog: Program, budget: int) -> None:
+    """Every element of each input tensor (one no op stores to) read by some load: an element no
+    load reads is a finding: an error along an axis a matrix instruction reduces over (a K loop a step
+    short, a loop from the wrong origin, a scale of the wrong k-block; :func:`_reduced_axes`) or when
+    no load of a matrix operand runs at all, else a warning (a program may read a slice). Decided per
+    tile when every read sits on one :func:`lattice` (a bitmap of tiles), else per element (which
+    names the first unread element and their extent)."""
+    operands = None
+    # outputs left unwritten (a grid too small) leave their operands' rows unread: that error says it first
+    unwritten = any(n.severity == "error" and " is never written (" in n.message for n in st.notes)
+    for t in prog.tensors:
+        if t.output:
+            continue
+        reads = [r for r in st.reads if r.tensor == t.name]
+        rows, cols = t.shape
+        if not reads:  # a parameter no op names is the verifier's structure finding; else no load of it ran
+            ops = [i for i, o in enumerate(prog.walk()) if o.kind in ("load", "lds_copy_async")
+                   and o.attr("tensor") == t.name]
+            operands = _reduced_axes(prog) if operands is None else operands
+            if ops:  # an operand of a matrix instruction never loaded: its products are never computed
+                st.note("error" if t.name in operands else "warning", f"op {ops[0]} (load from {t.name})",
+                        f"{t.name}[0][0] is never read ({rows * cols} of {rows * cols} elements of {t.name} unread, "
+                        f"within {t.name}[0:{rows}, 0:{cols}]): no load of {t.name} runs (a loop that runs no trip, "
+                        "or a branch no workgroup takes?)")
+            continue
+        if _read_tiled(reads, t.shape):
+            continue
+        operands = _reduced_axes(prog) if operands is None else operands
+        if rows * cols > budget:
+            st.note("warning", "program", f"input coverage of {t.name} not analysed: {rows * cols} elements is over "
+                    "the analysis budget")
+            continue
+        seen = np.zeros(rows * cols, bool)
+        for r in reads:
+            if r.origin.shape[0] * r.rr.size > budget:
+                st.note("warning", "program", f"input coverage of {t.name} not analysed: op {r.op} reads "
+                        f"{r.origin.shape[0] * r.rr.size} elements, over the analysis budget")
+                break
+            R, C = r.origin[:, :1] + r.rr, r.origin[:, 1:] + r.cc
+            ok = (R >= 0) & (R < rows) & (C >= 0) & (C < cols)
+            seen[(R * cols + C)[ok]] = True
+        else:
+            if not seen.all():
+                _unread(st, t.name, t.shape, seen, reads, operands.get(t.name, set()), unwritten)
+
+
+def _read_tiled(reads: list[Read], shape: tuple[int, int]) -> bool:
+    """Whether the reads provably touch every element, decided on one lattice of tiles (each read's
+    windows whole tiles of one size; tiles outside the tensor ignored). False: the per-element pass
+    decides."""
+    hw, hit = None, np.zeros(0, bool)
+    for r in reads:
+        lat = lattice(r.rr, r.cc, r.origin[:, 0], r.origin[:, 1], shape)
+        if lat is None or hw not in (None, lat[2:]):
+            return False
+        ti, tj, h, w = lat
+        nr, nc = shape[0] // h, shape[1] // w
+        if hw is None:
+            hw, hit = (h, w), np.zeros(nr * nc, bool)
+        inside = (ti >= 0) & (ti < nr) & (tj >= 0) & (tj < nc)
+        hit[(ti * nc + tj)[inside]] = True
+    return hw is not None and bool(hit.all())
+
+
+def _reduced_axes(prog: Program) -> dict[str, set[int]]:
+    """For each tensor whose data reaches a multiplied operand of a matrix instruction, the axes of it
+    (0 rows, 1 columns) the instruction reduces over: A's K is its fragment's columns, B's its rows,
+    likewise the scales of A and of B; a transposed load or LDS read swaps them. Followed through any
+    chain of ops, LDS buffers and loop-carried values (not the addend C, which a bias may feed from
+    one row). Every element along such an axis is a term of a sum: a row of A read in part is a sum
+    missing terms, never a choice; a row never read at all is a slice (rows of another tile)."""
+    src: dict[int, frozenset[tuple[str, int]]] = {}  # value / buffer id -> (tensor, transposes mod 2)
+    ops = prog.walk()
+
+    def get(a: Any) -> frozenset[tuple[str, int]]:
+        return src.get(a.id, frozenset()) if isinstance(a, Value) else frozenset()
+
+    for _ in range(3):  # a pipelined loop stores to LDS after the load that reads it: a few passes
+        before = dict(src)
+        for op in ops:
+            if op.kind in ("load", "lds_copy_async"):
+                got = frozenset({(op.attr("tensor"), int(bool(op.attr("transpose"))))})
+            elif op.kind in ("lds_load", "lds_load_tr"):
+                flip = int(bool(op.attr("transpose")))
+                got = frozenset((t, x ^ flip) for t, x in get(op.args[0]))
+            else:
+                got = frozenset().union(*(get(a) for a in op.args))
+            if op.kind == "lds_store":  # the buffer holds the fragment written to it
+                src[op.args[0].id] = src.get(op.args[0].id, frozenset()) | get(op.args[1])
+            elif op.kind == "lds_copy_async":
+                src[op.args[0].id] = src.get(op.args[0].id, frozenset()) | got
+            if op.out is not None:
+                src[op.out.id] = src.get(op.out.id, frozenset()) | got
+            for init, nxt in op.attr("carried") or () if op.kind == "loop" else ():
+                src[init.id] = src.get(init.id, frozenset()) | src.get(nxt.id, frozenset())
+        if src == before:
+            break
+    axes: dict[str, set[int]] = {}
+    for op in ops:
+        if op.kind in MMA_KINDS:  # args: A, B, C, then mma_scaled's scale of A, scale of B
+            k_axis = {0: 1, 1: 0} | ({3: 1, 4: 0} if op.kind == "mma_scaled" else {})
+            for i, k in k_axis.items():
+                if i < len(op.args):
+                    for t, flip in get(op.args[i]):
+                        axes.setdefault(t, set()).add(k ^ flip)
+    return axes
+
+
+def _unread(st: Any, name: str, shape: tuple[int, int], seen: np.ndarray, reads: list[Read],
+            axes: set[int], unwritten: bool) -> None:
+    """Name the unread elements: an error for those in a line along a reduced axis (``axes``) that
+    some load reads in part, a warning for the rest (whole rows or columns never read: a slice)."""
+    rows, cols = shape
+    grid = seen.reshape(rows, cols)
+    partial = np.zeros_like(grid)
+    for ax in axes:  # a line along the reduced axis that is read in part: terms missing from its sum
+        part = grid.any(axis=ax, keepdims=True) & ~grid.all(axis=ax, keepdims=True)
+        partial |= np.broadcast_to(part, grid.shape) & ~grid
+    bad = partial.reshape(-1) if partial.any() else ~seen
+    missing = np.flatnonzero(bad)
+    r, c = divmod(int(missing[0]), cols)
+    mr, mc = missing // cols, missing % cols
+    box = f"{name}[{int(mr.min())}:{int(mr.max()) + 1}, {int(mc.min())}:{int(mc.max()) + 1}]"
+    head = f"{name}[{r}][{c}] is never read ({missing.size} of {seen.size} elements of {name} unread, within {box})"
+    where = f"op {reads[0].op} (load from {name})"
+    if partial.any() and not unwritten:
+        st.note("error", where, f"{head}, along the axis a matrix instruction sums over ({name}'s "
+                f"{' and '.join('rows' if a == 0 else 'columns' for a in sorted(axes))}): its sums miss these terms "
+                "(a loop one step short, a loop from the wrong origin, a scale from the wrong k-block?)")
+    else:
+        st.note("warning", where, f"{head}: no load reads them"
+                + (" (the outputs never written, above, may be why)" if unwritten else
+                   " (a slice of the tensor, or a wrong origin?)"))
