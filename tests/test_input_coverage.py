@@ -171,3 +171,14 @@ def test_a_slice_is_a_warning_not_an_error() -> None:
     warned = sorted(f.message.split("): ")[0] + ")" for f in rep.findings if "never read" in f.message)
     assert warned == ["A[0][0] is never read (256 of 512 elements of A unread, within A[0:16, 0:16])",
                       "Bias[1][0] is never read (96 of 128 elements of Bias unread, within Bias[1:4, 0:32])"], warned
+
+
+def test_over_the_budget_says_not_analysed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load with more origins than the budget: input coverage says it is not analysed, no verdict."""
+    from tilesim.ir import accesses  # noqa: PLC0415
+
+    monkeypatch.setattr(accesses, "origins", lambda *a, **k: None)
+    rep = ts.check(planted()["one step short"])
+    assert not [f for f in rep.errors if "never read" in f.message]
+    assert any(f.severity == "warning" and f.message.startswith("input coverage of A not analysed")
+               for f in rep.findings), [str(f) for f in rep.findings]

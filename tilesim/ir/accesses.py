@@ -219,9 +219,15 @@ class _Static:
 
     def _read(self, op: Op, name: str, rr: np.ndarray, cc: np.ndarray, r0s: Any, c0s: Any, lead: tuple[int, ...],
               active: np.ndarray) -> None:
-        at = origins(np.asarray(r0s), np.asarray(c0s), active, (*lead, self.G), BUDGET)
-        if at.shape[0]:
-            self.reads.append(Read(self.op_index.get(id(op), -1), name, rr, cc, at))
+        at = origins(np.asarray(r0s), np.asarray(c0s), active, (*lead, self.G), BUDGET // 16)
+        if at is not None and not at[0].size * at[1].size:
+            return  # no instance runs
+        # each element once: replicas (RDNA3 A/B lanes i and i+16) and broadcast rows would keep the
+        # windows off the tile lattice (footprint.lattice) and send the pass to per-element counts
+        r_lo, c_lo = int(rr.min()), int(cc.min())
+        w = int(cc.max()) - c_lo + 1
+        cell = np.unique((rr - r_lo) * w + (cc - c_lo))
+        self.reads.append(Read(self.op_index.get(id(op), -1), name, cell // w + r_lo, cell % w + c_lo, at))
 
     def _output_load(self, op: Op, name: str, rr: np.ndarray, cc: np.ndarray, r0s: np.ndarray, c0s: np.ndarray,
                      lead: tuple[int, ...], active: np.ndarray) -> None:

@@ -286,28 +286,39 @@ class Read:
 
     op: int
     tensor: str
-    rr: np.ndarray  # int64[records] row offset
+    rr: np.ndarray  # int64[records] row offset (each element once)
     cc: np.ndarray  # int64[records] col offset
-    origin: np.ndarray  # int64[n, 2] distinct (row0, col0)
+    # the distinct origins: row0 and col0 broadcast together ((n, 1) and (1, m) for a product of
+    # distinct rows and columns, else two (n,)); None: too many to follow (not analysed)
+    origin: tuple[np.ndarray, np.ndarray] | None
+
+    @property
+    def count(self) -> int:
+        assert self.origin is not None
+        return int(np.prod(np.broadcast_shapes(self.origin[0].shape, self.origin[1].shape)))
 
 
-def origins(r0s: np.ndarray, c0s: np.ndarray, active: np.ndarray, full: tuple[int, ...], budget: int) -> np.ndarray:
+def origins(r0s: np.ndarray, c0s: np.ndarray, active: np.ndarray, full: tuple[int, ...],
+            budget: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The distinct (row0, col0) of an access whose origins are the (broadcastable) scalar arrays
     ``r0s``, ``c0s`` over the ``full`` (trips..., waves) shape where ``active``. When every instance
     is active and the two vary along different axes (a GEMM's A rows with the tile id, its columns
-    with the K trip) the pairs are the product of the distinct values of each: O(trips + waves)."""
+    with the K trip) the pairs are the product of the distinct values of each, kept factored as an
+    (n, 1) and a (1, m) array: O(trips + waves).
+    None when there would be more than ``budget`` of them (input coverage then says it is not analysed)."""
     nd = len(full)
     r, c = (np.reshape(x, (1,) * (nd - np.ndim(x)) + np.shape(x)) for x in (r0s, c0s))
     if bool(np.all(active)) and not any(a > 1 and b > 1 for a, b in zip(r.shape, c.shape)):
         ur, uc = np.unique(r), np.unique(c)
         if ur.size * uc.size > budget:
-            raise Skip(f"{ur.size * uc.size} load origins")
-        return np.stack([np.repeat(ur, uc.size), np.tile(uc, ur.size)], 1)
+            return None
+        return ur[:, None], uc[None, :]
     act = np.broadcast_to(active, full)
     if int(act.sum()) > budget:
-        raise Skip(f"{int(act.sum())} load instances")
+        return None
     rf, cf = np.broadcast_to(r, full)[act], np.broadcast_to(c, full)[act]
-    return np.unique(np.stack([rf, cf], 1), axis=0) if rf.size else np.zeros((0, 2), np.int64)
+    u = np.unique(np.stack([rf, cf], 1), axis=0) if rf.size else np.zeros((0, 2), np.int64)
+    return u[:, 0], u[:, 1]
 
 
 def input_coverage(st: Any, prog: Program, budget: int) -> None:
@@ -325,6 +336,10 @@ def input_coverage(st: Any, prog: Program, budget: int) -> None:
             continue
         reads = [r for r in st.reads if r.tensor == t.name]
         rows, cols = t.shape
+        if any(r.origin is None for r in reads):
+            st.note("warning", "program", f"input coverage of {t.name} not analysed: a load of it has more origins "
+                    "than the analysis budget")
+            continue
         if not reads:  # a parameter no op names is the verifier's structure finding; else no load of it ran
             ops = [i for i, o in enumerate(prog.walk()) if o.kind in ("load", "lds_copy_async")
                    and o.attr("tensor") == t.name]
@@ -344,11 +359,12 @@ def input_coverage(st: Any, prog: Program, budget: int) -> None:
             continue
         seen = np.zeros(rows * cols, bool)
         for r in reads:
-            if r.origin.shape[0] * r.rr.size > budget:
+            if r.count * r.rr.size > budget // 16:  # several int64 arrays of that size
                 st.note("warning", "program", f"input coverage of {t.name} not analysed: op {r.op} reads "
-                        f"{r.origin.shape[0] * r.rr.size} elements, over the analysis budget")
+                        f"{r.count * r.rr.size} elements, over the analysis budget")
                 break
-            R, C = r.origin[:, :1] + r.rr, r.origin[:, 1:] + r.cc
+            r0, c0 = (x.reshape(-1, 1) for x in np.broadcast_arrays(*r.origin))
+            R, C = r0 + r.rr, c0 + r.cc
             ok = (R >= 0) & (R < rows) & (C >= 0) & (C < cols)
             seen[(R * cols + C)[ok]] = True
         else:
@@ -362,7 +378,7 @@ def _read_tiled(reads: list[Read], shape: tuple[int, int]) -> bool:
     decides."""
     hw, hit = None, np.zeros(0, bool)
     for r in reads:
-        lat = lattice(r.rr, r.cc, r.origin[:, 0], r.origin[:, 1], shape)
+        lat = lattice(r.rr, r.cc, *r.origin, shape)  # elementwise: the factored origins broadcast
         if lat is None or hw not in (None, lat[2:]):
             return False
         ti, tj, h, w = lat
