@@ -29,7 +29,8 @@ WMMA = "v_wmma_f32_16x16x16_f16"
 def _gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"],
           *, k0=0, short=0, again=None):
     """C = A @ B with the K loop from ``k0`` and ``short`` steps before K; ``again``: then stored a second
-    time, ``"double"`` twice the product, ``"readback"`` C loaded back plus the product."""
+    time, ``"double"`` twice the product, ``"readback"`` C loaded back plus the product; ``"every trip"``:
+    the partial sums stored in every trip of the K loop too."""
     op = ts.mma_op(WMMA)
     ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
     tm, tn = ts.tile_id(0), ts.tile_id(1)
@@ -38,8 +39,10 @@ def _gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Te
         a = ts.load(A[tm * op.m:, k:], op.layout("A"))
         b = ts.load(B[k:, tn * op.n:], op.layout("B"))
         acc = ts.mma(op, a, b, acc)
+        if again == "every trip":
+            ts.store(C[tm * op.m:, tn * op.n:], acc)
     ts.store(C[tm * op.m:, tn * op.n:], acc)
-    if again:
+    if again in ("double", "readback"):
         prev = ts.load(C[tm * op.m:, tn * op.n:], op.layout("C")) if again == "readback" else acc
         ts.store(C[tm * op.m:, tn * op.n:], prev + acc)
 
@@ -106,6 +109,12 @@ def test_loop_that_never_runs_reads_nothing() -> None:
 def test_a_tile_stored_twice_with_other_data_is_an_error() -> None:
     errs = _errors(planted()["stored twice"])
     assert any(e.startswith("C[0][0] is written 2 times by workgroup 0, wave 0") and "dead" in e for e in errs), errs
+
+
+def test_partial_sums_stored_every_trip_are_dead_writes() -> None:
+    """One store op in the K loop (4 trips) and one after it: each tile written 5 times, 4 of them dead."""
+    errs = _errors(_gemm.specialize(target="gfx1201", M=64, N=64, K=64, again="every trip"))
+    assert any(e.startswith("C[0][0] is written 5 times by workgroup 0, wave 0") and "dead" in e for e in errs), errs
 
 
 def test_accumulating_through_the_output_is_no_error() -> None:
@@ -182,3 +191,12 @@ def test_over_the_budget_says_not_analysed(monkeypatch: pytest.MonkeyPatch) -> N
     assert not [f for f in rep.errors if "never read" in f.message]
     assert any(f.severity == "warning" and f.message.startswith("input coverage of A not analysed")
                for f in rep.findings), [str(f) for f in rep.findings]
+
+
+def test_the_same_fragment_stored_twice_is_only_a_warning() -> None:
+    """Two store ops writing one fragment value at one origin write the same data: the copies agree."""
+    from tests.test_coverage_tiles import _c_layout, _stored_twice  # noqa: PLC0415
+
+    rep = ts.check(_stored_twice.specialize(target="gfx1201", M=16, N=16, lay=_c_layout()))
+    assert not rep.errors, [str(f) for f in rep.errors]
+    assert any(f.severity == "warning" and "is written 2 times by one wave" in f.message for f in rep.findings)
