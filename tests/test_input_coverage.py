@@ -200,3 +200,23 @@ def test_the_same_fragment_stored_twice_is_only_a_warning() -> None:
     rep = ts.check(_stored_twice.specialize(target="gfx1201", M=16, N=16, lay=_c_layout()))
     assert not rep.errors, [str(f) for f in rep.errors]
     assert any(f.severity == "warning" and "is written 2 times by one wave" in f.message for f in rep.findings)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_distinct_origins_are_the_set_of_active_pairs(seed: int) -> None:
+    """footprint.origins against a Python set of the active (row0, col0) pairs: negative and sparse
+    origins (the sort path), dense ones (the bitmap path), partly active instances (a branch)."""
+    import numpy as np
+
+    from tilesim.ir.footprint import origins
+
+    rng = np.random.default_rng(seed)
+    trips, waves = 7, 40
+    spread = (1 << 40) if seed % 2 else 50  # sparse keys take the sort, dense ones the bitmap
+    r0 = rng.integers(-spread, spread, waves)
+    c0 = rng.integers(-30, 30, (trips, 1)) * 16
+    active = rng.random((trips, waves)) < 0.6
+    got = origins(r0, c0, active, (trips, waves), 1 << 20)
+    assert got is not None
+    want = sorted({(int(r0[w]), int(c0[t, 0])) for t in range(trips) for w in range(waves) if active[t, w]})
+    assert list(zip(got[0].tolist(), got[1].tolist())) == want

@@ -316,9 +316,22 @@ def origins(r0s: np.ndarray, c0s: np.ndarray, active: np.ndarray, full: tuple[in
     act = np.broadcast_to(active, full)
     if int(act.sum()) > budget:
         return None
-    rf, cf = np.broadcast_to(r, full)[act], np.broadcast_to(c, full)[act]
-    u = np.unique(np.stack([rf, cf], 1), axis=0) if rf.size else np.zeros((0, 2), np.int64)
-    return u[:, 0], u[:, 1]
+    rf, cf = np.broadcast_to(r, full)[act].astype(np.int64), np.broadcast_to(c, full)[act].astype(np.int64)
+    if not rf.size:
+        return rf, cf
+    # the pairs as one int64 key in (row, col) order: np.unique(axis=0) sorted 258,048 pairs of an
+    # LDS GEMM's branch-guarded loads at 1024³ in 0.3-0.45 s, the 1-D key in a few ms
+    r_lo, c_lo = int(rf.min()), int(cf.min())
+    w = int(cf.max()) - c_lo + 1
+    key = (rf - r_lo) * w + (cf - c_lo)
+    span = (int(rf.max()) - r_lo + 1) * w
+    if span <= max(1 << 22, 8 * key.size):  # a bitmap over the span (no sort) where it is not much larger
+        seen = np.zeros(span, np.bool_)
+        seen[key] = True
+        key = np.flatnonzero(seen)
+    else:
+        key = np.unique(key)
+    return key // w + r_lo, key % w + c_lo
 
 
 def input_coverage(st: Any, prog: Program, budget: int) -> None:
