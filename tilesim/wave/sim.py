@@ -196,7 +196,12 @@ class _Sim:
         """Whether every lane of every (workgroup, wave) accesses inside the tensor."""
         rows, cols = self.tensors[name].shape
         rlo, rhi, clo, chi = self.offsets(name, c, transpose)[1]
-        return bool(((row0 + rlo >= 0) & (row0 + rhi < rows) & (col0 + clo >= 0) & (col0 + chi < cols)).all())
+        if not np.size(row0) or not np.size(col0):
+            return True
+        # each bound on the least / greatest origin: the same answer as every lane's, without four
+        # [steps, waves] temporaries (3-5 ms of a 1024³ GEMM's fused loop)
+        return bool(int(np.min(row0)) + rlo >= 0 and int(np.max(row0)) + rhi < rows
+                    and int(np.min(col0)) + clo >= 0 and int(np.max(col0)) + chi < cols)
 
     def count_transactions(self, name: str, c: Codec, base: np.ndarray, transpose: bool) -> None:
         """:meth:`_global_access`'s transaction counts for an all-in-bounds access whose window starts
