@@ -60,7 +60,8 @@ if str(ROOT) not in sys.path:
 
 import tilesim as ts
 from examples import fp8_gemm, gemm, gemm_abt, int8_gemm, lds_gemm, softmax
-from tilesim.diff.verdict import _tol, blame
+from tilesim.diff.reference import beyond, result_tolerance
+from tilesim.diff.verdict import blame
 from tilesim.errors import TilesimError
 from tilesim.ir.core import Program, Value
 from tilesim.layouts import Layout
@@ -302,14 +303,6 @@ def _diff_blame(m: Mutant, res, out_name: str, bad: np.ndarray, got: np.ndarray,
     return False, f"diff blame elsewhere: {first[:120]}"
 
 
-def _out_of_tol(got: np.ndarray, ref: np.ndarray, tol: tuple[float, float]) -> np.ndarray:
-    """``run()``'s judgement: |got - ref| <= atol + rtol * (max|ref| + 1), NaN equal to NaN."""
-    rtol, atol = tol
-    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
-    with np.errstate(invalid="ignore"):
-        return ~(np.abs(got - ref) <= atol + rtol * (np.nanmax(np.abs(ref)) + 1.0)) & ~(np.isnan(got) & np.isnan(ref))
-
-
 def _truth(m: Mutant, post: Any = None) -> tuple[bool | None, str]:
     """(bug, how judged) without the simulator, or (None, ...) when the model does not apply."""
     if m.operator in HAZARDS:
@@ -344,7 +337,7 @@ class _Baseline:
         self.sets = [self.random, *self.probes]
         self.refs = [mod.reference(**a) for a in self.sets]
         self.outs = [ts.simulate(prog, verify=False, **a).outputs for a in self.sets]
-        self.tol = _tol(prog)
+        self.tol = result_tolerance(prog)
 
 
 def judge(m: Mutant, base: _Baseline) -> dict[str, Any]:
@@ -385,7 +378,7 @@ def judge(m: Mutant, base: _Baseline) -> dict[str, Any]:
             except TilesimError:
                 truth = True
                 break
-            if any(_out_of_tol(out[n], r, base.tol).any() for n, r in ref.items()):
+            if any(beyond(out[n], r, *base.tol).any() for n, r in ref.items()):
                 truth = True
                 break
         how = "simulated vs float64 reference (" + how + ")"
@@ -398,7 +391,7 @@ def judge(m: Mutant, base: _Baseline) -> dict[str, Any]:
         for name, ref in base.ref.items():
             got = np.asarray(res0.outputs[name], np.float64)
             ref = np.asarray(ref, np.float64)
-            bad = _out_of_tol(got, ref, base.tol)
+            bad = beyond(got, ref, *base.tol)
             if bad.any():
                 diff_bad = (name, bad, got, ref)
                 break
@@ -457,7 +450,7 @@ def run_campaign(quick: bool = False) -> dict[str, Any]:
                 continue
             base = _Baseline(example, prog)
             rep0 = ts.check(prog)
-            ok0 = rep0.ok and not any(_out_of_tol(base.outs[0][n], r, base.tol).any() for n, r in base.ref.items())
+            ok0 = rep0.ok and not any(beyond(base.outs[0][n], r, *base.tol).any() for n, r in base.ref.items())
             model0 = _baseline_truth(prog)
             baselines.append({"program": f"{example}/{prog.target}#{index}", "check_ok": rep0.ok,
                               "clean": bool(ok0) and model0 is not True, "model_says_bug": model0})

@@ -181,11 +181,6 @@ class Verdict:
         return "\n".join(lines)
 
 
-def _tol(prog: Program) -> tuple[float, float]:
-    """The result tolerance without inputs (kept for tools/mutation.py); see :func:`result_tolerance`."""
-    return result_tolerance(prog)
-
-
 def _check_device_outputs(prog: Program, dev: object) -> str | None:
     """Why a runner's result cannot be judged (None when it can): it must map every output tensor,
     and only those, to a numeric array of the tensor's shape."""
