@@ -73,6 +73,8 @@ static __attribute__((device)) inline ts_u32 ts_lane_from(ts_u32 x, int src) { r
 static __device__ inline float ts_f32(ts_u32 x) { return __int_as_float((int)x); }
 static __device__ inline ts_u32 ts_bits(float x) { return (ts_u32)__float_as_int(x); }
 static __device__ inline float ts_f16_to_f32(ts_u32 x) { float f; unsigned short h = (unsigned short)x;
+  if ((h & 0x7fffu) > 0x7c00u)  /* NaN: cvt gives the canonical +NaN; keep sign and payload, quieted, as the model */
+    return ts_f32(((ts_u32)(h & 0x8000u) << 16) | 0x7fc00000u | ((ts_u32)(h & 0x3ffu) << 13));
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 static __device__ inline ts_u32 ts_f32_to_f16(float x) { unsigned short h;
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
