@@ -6,6 +6,15 @@ integers): a one-hot along K for each operand on its own, so a K permutation tha
 — invisible to random data — still changes an output. Integer-valued inputs keep every product
 and sum exact, so outputs are compared exactly.
 
+Small integers alone are exact in every narrow type too: a program that rounds A through bf8, or its
+accumulator through bf16 at each k-step, computed the same bits as the f32 one and was called
+equivalent. So ``min(random_runs, 2)`` more runs draw *wide* integers (:func:`_wide_limits`): per
+input, as many significant bits as its type holds, bounded so that the longest sum a matrix
+instruction forms (the largest input dim times the largest product) stays exact in the narrowest
+accumulator either program uses; two programs that only group k differently still agree bit for bit.
+Programs whose matrix instruction reads another's result (a chained product), and inputs no wider
+than the small ones, have none.
+
 A program whose run reports an LDS race is never equivalent to anything: the simulator resolves a
 race in one fixed order, the device in any order, so equal simulated outputs prove nothing. The
 same holds for replicas that disagree (:func:`tilesim.wave.undefined.undefined`). Output elements
@@ -16,11 +25,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
 from tilesim.budget import check_runs
 from tilesim.errors import TilesimError
 from tilesim.ir.core import Program
+from tilesim.ir.ops import MMA_KINDS
+from tilesim.matrix.catalog import lookup
 from tilesim.matrix.dtypes import dtype
 from tilesim.wave.sim import simulate
 from tilesim.wave.undefined import undefined, unwritten
@@ -58,6 +70,48 @@ def _small(rng: np.random.Generator, dt: str, shape: tuple[int, ...]) -> np.ndar
     return rng.integers(lo, hi, shape).astype(np.float64)
 
 
+def _exact_integers(dt: str) -> int:
+    """The largest n such that every integer in -n..n (0..n unsigned) is exact in ``dt``."""
+    d = dtype(dt)
+    if d.kind != "float":
+        return (1 << (d.bits - (1 if d.kind == "int" else 0))) - 1 if d.bits < 32 else 1 << 30
+    info = ml_dtypes.finfo(np.dtype(d.np_name))
+    p = 11 if d.truncated_f32 else info.nmant + 1  # xf32/tf32: the instruction reads 10 explicit bits
+    return int(min(2 ** p, float(info.max)))
+
+
+def _chained(p: Program) -> bool:
+    """Whether a matrix instruction's A or B is computed from another matrix instruction's result."""
+    derived: set[int] = set()
+    for _ in range(2):  # twice: a value carried round a loop reaches its readers on the second pass
+        for op in p.walk():
+            ids = [a.id for a in op.args if hasattr(a, "id")]
+            if op.kind in MMA_KINDS and any(i in derived for i in ids[:2]):
+                return True
+            if op.out is not None and (op.kind in MMA_KINDS or any(i in derived for i in ids)):
+                derived.add(op.out.id)
+    return False
+
+
+def _wide_limits(p1: Program, p2: Program) -> dict[str, int]:
+    """Per input tensor, the bound of the wide runs' integers; empty when they would add nothing."""
+    if _chained(p1) or _chained(p2):
+        return {}
+    acc = min([_exact_integers(lookup(op.attr("instr"), p.target).types[3])
+               for p in (p1, p2) for op in p.walk() if op.kind in MMA_KINDS] or [_exact_integers("f32")])
+    terms = max(max(t.shape) for t in p1.tensors)
+    v_acc = int(np.sqrt(acc / (2 * terms)))  # every partial sum of terms products (and an addend) stays exact
+    out = {name: min(_exact_integers(dt), v_acc) for name, dt, _ in _inputs(p1)}
+    return out if any(v > 4 for v in out.values()) else {}
+
+
+def _wide(rng: np.random.Generator, dt: str, shape: tuple[int, ...], limit: int) -> np.ndarray:
+    if limit <= 4:
+        return _small(rng, dt, shape)
+    lo = 0 if dtype(dt).kind == "uint" else -limit
+    return rng.integers(lo, limit + 1, shape).astype(np.float64)
+
+
 def equivalent(p1: Program, p2: Program, *, random_runs: int = 3, max_lines: int = 16, seed: int = 0) -> Equivalence:
     """Compare two programs with the same tensor signature on probes and random inputs."""
     check_runs(random_runs, max_lines)
@@ -81,6 +135,10 @@ def equivalent(p1: Program, p2: Program, *, random_runs: int = 3, max_lines: int
                 runs.append((f"probe: {name} {'row' if axis == 0 else 'column'} {line} only", arrays))
     for r in range(random_runs):
         runs.append((f"random #{r}", {nm: _small(rng, d, sh) for nm, d, sh in s1}))
+    limits = _wide_limits(p1, p2)
+    for r in range(min(random_runs, 2) if limits else 0):
+        runs.append((f"wide integers #{r} (|x| <= {max(limits.values())})",
+                     {nm: _wide(rng, d, sh, limits[nm]) for nm, d, sh in s1}))
     out = Equivalence(True, len(runs))
     for label, arrays in runs:
         r1, r2 = simulate(p1, verify=False, **arrays), simulate(p2, verify=False, **arrays)
