@@ -1,6 +1,7 @@
 """Files tilesim writes where the user says (``--out``, ``--heatmap``, the gallery folder), the one
-reader of the files it is given (program JSON, HIP sources, layout specs: :func:`read_input`), and
-the one strict reader of the JSON documents it reads (programs, layouts, Gluon specs).
+reader of the files it is given (program JSON, HIP sources, layout specs: :func:`read_input`; arrays
+as ``.npz``: :func:`read_arrays`), and the one strict reader of the JSON documents it reads
+(programs, layouts, Gluon specs).
 
 Never through a symbolic link — a link planted where the output goes would make tilesim overwrite
 whatever it points to — and always whole: the bytes go to a temporary file in the same folder,
@@ -9,6 +10,7 @@ then ``os.replace`` puts it in place, so a reader (or an interrupted run) never 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import secrets
@@ -19,17 +21,66 @@ from typing import Any
 
 from tilesim.errors import OutputError, TilesimError, choices
 
-__all__ = ["refuse_link", "write_output", "read_input", "strict_json", "check_keys", "MAX_PROGRAM_BYTES",
-           "MAX_SOURCE_BYTES"]
+__all__ = ["refuse_link", "write_output", "read_input", "read_arrays", "strict_json", "check_keys",
+           "MAX_PROGRAM_BYTES", "MAX_SOURCE_BYTES", "MAX_ARRAY_BYTES"]
 
 MAX_PROGRAM_BYTES = 32 << 20  # the largest example program (block_gemm, its layouts inline) is ~1 MB
 MAX_SOURCE_BYTES = 8 << 20  # a HIP file for emulate/audit: one kernel and its helpers
+MAX_ARRAY_BYTES = 1 << 30  # --inputs / --expect: a 8192 x 8192 float64 matrix is 512 MiB
 
 
 def read_input(path: str | os.PathLike[str], what: str, limit: int, error: type[TilesimError]) -> str:
     """The UTF-8 text of the file ``path``, or ``error`` naming why not: not a regular file (a FIFO
     or a device would block the read forever, a folder cannot be read), over ``limit`` bytes (read
     whole, a sparse file of a few GiB is a MemoryError), unreadable, or not UTF-8."""
+    data = _read_bytes(path, what, limit, error)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {ascii(str(path))[1:-1]} is not UTF-8 text: {e.reason} at byte {e.start}") from None
+
+
+def read_arrays(path: str | os.PathLike[str], what: str, limit: int, error: type[TilesimError]) -> dict[str, Any]:
+    """The arrays of the ``.npz`` file ``path`` (``np.savez``), by name, or ``error`` naming why not:
+    as :func:`read_input`, and not an ``.npz`` archive, a member over ``limit`` bytes once inflated
+    (a small archive can inflate to any size), or a pickled object array (data, never code:
+    ``allow_pickle=False``)."""
+    import zipfile
+
+    import numpy as np
+
+    where = f"{what} {ascii(str(path))[1:-1]}"
+    data = _read_bytes(path, what, limit, error)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            members = z.infolist()
+    except (zipfile.BadZipFile, ValueError):
+        raise error(f"{where} is not an .npz archive (numpy.savez writes one); a single .npy is not read") from None
+    if sum(m.file_size for m in members) > limit:
+        raise error(f"{where} inflates to {sum(m.file_size for m in members)} bytes; at most {limit} are read")
+    names = [m.filename for m in members]
+    twice = [n for n in names if names.count(n) > 1]
+    if twice:  # zip allows it; which copy is read is up to the reader (as a JSON key twice: strict_json)
+        raise error(f"{where}: member {ascii(twice[0])[:60]} appears twice")
+    bad = [n for n in names if not n.endswith(".npy")]
+    if bad:
+        raise error(f"{where}: member {ascii(bad[0])[:60]} is not an array (.npy); not an .npz from numpy.savez")
+    out = {}
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            for name in z.files:
+                out[name] = z[name]
+    except ValueError as e:  # numpy: "Object arrays cannot be loaded when allow_pickle=False", bad headers
+        if "allow_pickle" in str(e):
+            raise error(f"{where}: array holds pickled Python objects; only numeric arrays are read") from None
+        raise error(f"{where}: not a readable array: {e}"[:300]) from None
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
+        raise error(f"{where}: not a readable .npz archive: {e}"[:300]) from None
+    return out
+
+
+def _read_bytes(path: str | os.PathLike[str], what: str, limit: int, error: type[TilesimError]) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them, or ``error`` naming why not."""
     p = Path(path)
     try:
         st = p.stat()
@@ -50,10 +101,7 @@ def read_input(path: str | os.PathLike[str], what: str, limit: int, error: type[
         raise error(f"cannot read {what} {ascii(str(p))[1:-1]}: {e.strerror}") from None
     if len(data) > limit:
         raise error(f"{what} {ascii(str(p))[1:-1]} has more than {limit} bytes; at most {limit} are read")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise error(f"{what} {ascii(str(p))[1:-1]} is not UTF-8 text: {e.reason} at byte {e.start}") from None
+    return data
 
 
 def strict_json(text: str | bytes, what: str, error: type[TilesimError]) -> Any:

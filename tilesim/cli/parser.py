@@ -22,12 +22,14 @@ _EPILOG = """examples:
   tilesim demo
 
 exit statuses of run, simulate and check (2: a usage or input error, for every command):
-  run       0  MATCH, COMPILE_ONLY, SIMULATED_ONLY, EMULATED_MATCH
+  run       0  MATCH, EMULATED_MATCH, and COMPILE_ONLY, SIMULATED_ONLY (the simulation judged by a reference)
             1  MISMATCH, SIM_MISMATCH, CHECK_FAILED, EMULATED_MISMATCH
             3  DEVICE_ERROR
-            (over several programs: 1 if any verdict is 1, else 3 if any is 3, else 0)
-  simulate  0  REFERENCE_OK, NOT_JUDGED (no reference(): the output says the result was not judged)
-            1  REFERENCE_MISMATCH, CHECK_FAILED (check reports an error: with or without reference())
+            4  NOT_JUDGED (no reference() or --expect, and no device or emulator run: tilesim cannot tell)
+            (over several programs: 1 if any verdict is 1, else 3 if any is 3, else 4 if any is 4, else 0)
+  simulate  0  REFERENCE_OK
+            1  REFERENCE_MISMATCH, CHECK_FAILED (check reports an error: with or without a reference)
+            4  NOT_JUDGED (no reference() or --expect: nothing judged the outputs)
   check     0  no errors (warnings allowed)
             1  at least one error
   emit      1  check reports an error (the source is still written; the errors on stderr); compile too
@@ -85,6 +87,16 @@ def _emulated_targets() -> str:
 
     return (f"an AMD target of a family the emulator models ({', '.join(f.upper() for f in SUPPORTED_FAMILIES)}; "
             "`tilesim targets` lists each family's targets), e.g. gfx1201")
+
+
+def _data_options(sp: argparse.ArgumentParser) -> None:
+    """``--inputs`` and ``--expect`` of simulate and run: inputs and expected outputs as data (any program file)."""
+    sp.add_argument("--inputs", default=None, metavar="FILE.npz",
+                    help="the inputs (numpy.savez: one array per input tensor, named as the tensors) instead of the "
+                    "file's inputs() or --seed's random ones; rounded to the tensor types as the kernel reads them")
+    sp.add_argument("--expect", default=None, metavar="FILE.npz",
+                    help="the expected outputs (numpy.savez: one array per output tensor, named as the outputs), "
+                    "judged as reference() is; for a file with one program (--target) and no reference()")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,15 +166,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     sm = sub.add_parser("simulate", help="simulate tile programs lane-accurately and report",
                         description="Simulate the programs of FILE (as for `check`) on the module's inputs() "
-                        "(or random inputs), compare with its reference() when it has one, and report LDS "
+                        "(or random inputs, or --inputs), compare with its reference() or --expect, and report LDS "
                         "conflicts, races, out-of-bounds lanes and replication violations. Exit 1 when a simulated "
-                        "output differs from reference() beyond the numerics model's tolerance.")
+                        "output differs from the reference beyond the numerics model's tolerance or check reports "
+                        "an error; exit 4 (NOT_JUDGED) when there is no reference to compare with.")
     sm.add_argument("file")
     sm.add_argument("--target", default=None, help="only the programs for this target")
     sm.add_argument("--inspect", default=None, metavar="VALUE", help="print a fragment's registers: the kernel's variable name (acc), %%ID or id")
     sm.add_argument("--wave", type=int, default=0, help="wave to inspect (default 0)")
     sm.add_argument("--workgroup", type=int, default=0, help="workgroup to inspect (default 0)")
     sm.add_argument("--seed", type=int, default=0)
+    _data_options(sm)
     sm.add_argument("--format", choices=("text", "json"), default="text")
 
     em = sub.add_parser("emit", help="print the HIP/CUDA source generated for a program")
@@ -181,12 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
     rn = sub.add_parser("run", help="simulate, emit, compile, run on a device if present, and give a verdict",
                         description="Verdicts: MATCH / MISMATCH (device ran; with blame) / SIM_MISMATCH (the "
                         "simulation differs from the file's reference(), with blame) / CHECK_FAILED (`tilesim check` "
-                        "errors) / COMPILE_ONLY / SIMULATED_ONLY (simulation right; the reason says why it went no "
-                        "further) / EMULATED_MATCH / EMULATED_MISMATCH (--device emulator: tilesim's ISA emulator "
+                        "errors) / COMPILE_ONLY / SIMULATED_ONLY (simulation right by the reference; the reason says "
+                        "why it went no further) / NOT_JUDGED (no reference and no device or emulator run: nothing "
+                        "judged the outputs; exit 4) / EMULATED_MATCH / EMULATED_MISMATCH (--device emulator: tilesim's ISA emulator "
                         "ran the compiled code) / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past "
                         "the watchdog). Never MATCH without a device run; a program check rejects or whose simulation "
-                        "differs from reference() never exits 0, and without a reference() a passing verdict says the "
-                        "result was not judged. Each verdict's exit status: the table of `tilesim --help`.")
+                        "differs from its reference never exits 0, and without a reference a passing verdict (MATCH, "
+                        "EMULATED_MATCH) says the result was not judged. Each verdict's exit status: the table of `tilesim --help`.")
     rn.add_argument("file")
     rn.add_argument("--target", default=None)
     rn.add_argument("--device", choices=("auto", "none", "emulator"), default="auto",
@@ -195,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "none: no device step; emulator: run the compiled AMDGPU code "
                     "in tilesim's ISA emulator (EMULATED_MATCH / EMULATED_MISMATCH; never MATCH)")
     rn.add_argument("--seed", type=int, default=0)
+    _data_options(rn)
     rn.add_argument("--device-timeout", type=float, default=None, metavar="SECONDS",
                     help="watchdog for the device step (default: TILESIM_DEVICE_TIMEOUT, else 300)")
     rn.add_argument("--format", choices=("text", "json"), default="text")

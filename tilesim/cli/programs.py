@@ -110,22 +110,53 @@ def _random_inputs(prog: object, seed: int) -> dict:
 
 
 def _inputs(module: object, prog: object, args: object) -> dict:
-    """The inputs ``simulate`` and ``run`` give a program: the file's ``inputs()`` or random ones, rounded
-    to what the kernel reads (``reference()`` sees the same)."""
+    """The inputs ``simulate`` and ``run`` give a program: ``--inputs FILE.npz``, else the file's ``inputs()``,
+    else random ones; rounded to what the kernel reads (``reference()`` sees the same)."""
     from tilesim.diff import rounded_inputs
 
-    if module is not None and hasattr(module, "inputs"):
+    if getattr(args, "inputs", None):
+        arrays = _arrays_for(_npz(args.inputs, "--inputs"), prog, f"--inputs {args.inputs}", output=False)
+    elif module is not None and hasattr(module, "inputs"):
         arrays = _user(module, "inputs", args.file, prog, seed=args.seed)
     else:
         arrays = _random_inputs(prog, args.seed)
     return rounded_inputs(prog, arrays)
 
 
-def _references(module: object, prog: object, path: str, arrays: dict) -> tuple[dict | None, dict | None]:
-    """The file's ``reference()`` on ``arrays`` and, where the program is monotone, on ``|arrays|``
-    (the per-element error scale: tilesim/diff/reference.py); ``(None, None)`` without a reference()."""
+def _npz(path: str, what: str) -> dict:
+    from tilesim.errors import InputError
+    from tilesim.files import MAX_ARRAY_BYTES, read_arrays
+
+    return read_arrays(path, what, MAX_ARRAY_BYTES, InputError)
+
+
+def _expected(args: argparse.Namespace, progs: list, module: object) -> dict | None:
+    """``--expect FILE.npz``: the expected outputs, as data (None without it). Refused beside a
+    ``reference()`` (two references: say which one) and for several programs (one file, one program's
+    outputs: choose with --target)."""
+    from tilesim.errors import InputError
+
+    if not getattr(args, "expect", None):
+        return None
+    if module is not None and hasattr(module, "reference"):
+        raise InputError(f"{args.file} has reference(); --expect {args.expect} would be a second reference: "
+                         "use one of them")
+    if len(progs) != 1:
+        names = ", ".join(f"{p.name} on {p.target}" for p in progs)
+        raise InputError(f"--expect gives one program's outputs; {args.file} has {len(progs)} programs ({names}): "
+                         "choose one with --target"[:400])
+    return _npz(args.expect, "--expect")
+
+
+def _references(module: object, prog: object, path: str, arrays: dict,
+                expected: dict | None = None, expect_path: str = "") -> tuple[dict | None, dict | None]:
+    """The expected outputs of ``--expect`` (no magnitude: the tile's scale, tilesim/diff/reference.py),
+    or the file's ``reference()`` on ``arrays`` and, where the program is monotone, on ``|arrays|`` (the
+    per-element error scale); ``(None, None)`` without either."""
     from tilesim.diff import magnitude_inputs
 
+    if expected is not None:
+        return _arrays_for(expected, prog, f"--expect {expect_path}", output=True), None
     if module is None or not hasattr(module, "reference"):
         return None, None
     ref = _reference(_user(module, "reference", path, **arrays), prog, path)
@@ -138,31 +169,45 @@ def _references(module: object, prog: object, path: str, arrays: dict) -> tuple[
 
 def _reference(ref: object, prog: object, path: str) -> dict:
     """The user's ``reference()`` result, checked: ``{output tensor: real array of its shape}``."""
-    import numpy as np
-
     from tilesim.errors import InputError
     from tilesim.errors import choices as _choices
 
     from collections.abc import Mapping
 
-    outs = {t.name: t.shape for t in prog.tensors if t.output}
     if not isinstance(ref, Mapping):
+        outs = [t.name for t in prog.tensors if t.output]
         raise InputError(f"{path}: reference() must return a dict {{output tensor: array}}, got "
                          f"{type(ref).__name__}; outputs: {_choices(outs)}"[:300])
+    return _arrays_for(ref, prog, f"{path}: reference()", output=True, complete=False)
+
+
+def _arrays_for(given: object, prog: object, where: str, *, output: bool, complete: bool = True) -> dict:
+    """``given`` checked against ``prog``'s output tensors (``output``) or input tensors: every name one of
+    them, each a real numeric array of the tensor's shape, and (``complete``) every tensor given."""
+    import numpy as np
+
+    from tilesim.errors import InputError
+    from tilesim.errors import choices as _choices
+
+    kind = "output" if output else "input"
+    want = {t.name: tuple(t.shape) for t in prog.tensors if t.output == output}
+    valid = f"{kind}s: {_choices(want)}"
     checked = {}
-    for k, v in ref.items():
-        if k not in outs:
-            raise InputError(f"{path}: reference() returned {k!r}, not an output of {prog.name}; outputs: "
-                             f"{_choices(outs)}"[:300])
+    for k, v in given.items():
+        if k not in want:
+            raise InputError(f"{where} gives {k!r}, not an {kind} of {prog.name}; {valid}"[:300])
         try:
-            if np.asarray(v).dtype.kind == "c":
-                raise TypeError("complex")
+            if np.asarray(v).dtype.kind in "cUS":  # complex; text, which float64 would parse
+                raise TypeError(np.asarray(v).dtype.name)
             a = np.asarray(v, np.float64)
         except (TypeError, ValueError):
-            raise InputError(f"{path}: reference()[{k!r}] is not a real numeric array: {str(v)[:60]!r}") from None
-        if a.shape != tuple(outs[k]):
-            raise InputError(f"{path}: reference()[{k!r}] has shape {a.shape}; output {k} has shape {tuple(outs[k])}")
+            raise InputError(f"{where}: {k!r} is not a real numeric array ({str(v)[:40]!r}); {valid}"[:300]) from None
+        if a.shape != want[k]:
+            raise InputError(f"{where}: {k!r} has shape {a.shape}; {kind} {k} has shape {want[k]}; {valid}")
         checked[k] = np.asarray(v)  # as given: the verdict decides how to compare
+    missing = [k for k in want if k not in checked]
+    if complete and missing:
+        raise InputError(f"{where}: no array for {kind} {missing[0]} of {prog.name}; {valid}")
     return checked
 
 
@@ -192,20 +237,22 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
     import warnings
 
     from tilesim.diff import judge_simulation
+    from tilesim.diff.judge import combined_status
     from tilesim.errors import CheckWarning
     from tilesim.wave.inspect import inspect
     from tilesim.wave.sim import simulate
 
     progs, module = _load_programs(args.file, args.target)
-    out, docs, code = [], [], 0
+    expected = _expected(args, progs, module)
+    out, docs, codes = [], [], []
     for prog in progs:
         arrays = _inputs(module, prog, args)
+        ref, mag = _references(module, prog, args.file, arrays, expected, args.expect)  # bad data: before the work
         with warnings.catch_warnings():  # the check errors are reported below, as the verdict
             warnings.simplefilter("ignore", CheckWarning)
             res = simulate(prog, **arrays)
-        ref, mag = _references(module, prog, args.file, arrays)
         j = judge_simulation(prog, res, ref, arrays, magnitude=mag)
-        code = max(code, j.exit_status)
+        codes.append(j.exit_status)
         errs = {} if j.reference is None else dict(j.reference.max_abs)
         doc = {"program": prog.name, "target": prog.target, "status": j.status, "ok": j.ok, "reason": j.reason,
                "check_errors": j.errors, "max_abs_error_vs_reference": errs,
@@ -220,6 +267,7 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
             doc["inspect"] = inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave, as_dict=True)
         out.append("\n".join(text))
         docs.append(doc)
+    code = combined_status(codes)
     if args.format == "json":
         return json.dumps(docs, indent=1), code
     return "\n\n".join(out), code
@@ -288,10 +336,11 @@ def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     from tilesim.diff import exit_status, run
 
     progs, module = _load_programs(args.file, args.target)
+    expected = _expected(args, progs, module)
     verdicts = []
     for prog in progs:
         arrays = _inputs(module, prog, args)
-        ref, mag = _references(module, prog, args.file, arrays)
+        ref, mag = _references(module, prog, args.file, arrays, expected, args.expect)
         verdicts.append(run(prog, device=args.device, reference=ref, device_timeout=args.device_timeout,
                             reference_magnitude=mag, **arrays))
     code = exit_status(verdicts)

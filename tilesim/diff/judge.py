@@ -10,17 +10,21 @@ status                  exit  meaning
 ======================  ====  ===========================================================
 ``REFERENCE_OK``        0     the simulation equals the file's ``reference()`` within the
                               numerics model's tolerance, and check found no error
-``NOT_JUDGED``          0     check found no error; no ``reference()``, so the outputs were
-                              not compared with what the program is meant to compute
+``NOT_JUDGED``          4     check found no error; no ``reference()`` (nor ``--expect``), so
+                              the outputs were not compared with what the program is meant
+                              to compute: tilesim cannot tell, says so, and does not exit 0
 ``REFERENCE_MISMATCH``  1     a simulated output differs from ``reference()``
 ``CHECK_FAILED``        1     check found an error (or the simulator saw an LDS race or
                               disagreeing replicas): the hardware does not compute what the
                               program says, whatever the reference
 ======================  ====  ===========================================================
+
+Over several programs: 1 if any status is 1, else 4 if any is 4, else 0 (:func:`combined_status`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +37,22 @@ from tilesim.wave.sim import SimResult
 from tilesim.wave.undefined import undefined as simulation_errors
 
 __all__ = ["SIMULATE_STATUS", "SimJudgement", "check_errors", "judge_simulation", "simulation_errors",
-           "loose_note", "unjudged_note"]
+           "loose_note", "unjudged_note", "combined_status", "HOW_TO_JUDGE", "NOT_JUDGED_NOTE"]
 
-SIMULATE_STATUS: dict[str, int] = {"REFERENCE_OK": 0, "NOT_JUDGED": 0, "REFERENCE_MISMATCH": 1, "CHECK_FAILED": 1}
+SIMULATE_STATUS: dict[str, int] = {"REFERENCE_OK": 0, "NOT_JUDGED": 4, "REFERENCE_MISMATCH": 1, "CHECK_FAILED": 1}
 
-NOT_JUDGED = "the simulation was not judged: no float64 reference was given"
+NOT_JUDGED_NOTE = "the simulation was not judged: no float64 reference was given"
+# how to turn NOT_JUDGED into a judgement; `run` adds the device and the emulator (tilesim.diff.verdict)
+HOW_TO_JUDGE = ("give the expected outputs: a reference() in the program file, or --expect FILE.npz "
+                "(Python: reference={output: array})")
+# the worst first: a failure (1), a device error (3), nothing judged (4), then a pass (0)
+_SEVERITY = (1, 3, 4, 0)
+
+
+def combined_status(codes: Iterable[int]) -> int:
+    """The exit status of a command over several programs: the most severe of ``codes`` (1, 3, 4, 0)."""
+    seen = set(codes)
+    return next((c for c in _SEVERITY if c in seen), 0)
 
 
 @dataclass
@@ -73,8 +88,8 @@ def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | 
                             + ref.describe(), errs, ref)
     if errs:
         return SimJudgement("CHECK_FAILED", f"check found {len(errs)} error(s): {errs[0]}", errs, ref)
-    if ref is None or not ref.max_abs:  # no reference, or one that names no output
-        return SimJudgement("NOT_JUDGED", NOT_JUDGED, errs, ref)
+    if ref is None or not ref.max_abs:  # no reference, or one that names no output: tilesim cannot tell
+        return SimJudgement("NOT_JUDGED", f"{NOT_JUDGED_NOTE}; to judge it, {HOW_TO_JUDGE}", errs, ref)
     inexact = inexact_inputs(prog, arrays)
     return SimJudgement("REFERENCE_OK", "the simulation equals the float64 reference within the numerics model's "
                         "tolerance" + unjudged_note(ref) + (loose_note(inexact, ref) if inexact else ""), errs, ref)

@@ -8,9 +8,11 @@ verdict                exit  meaning
 =====================  ====  ============================================================
 ``MATCH``              0     the device ran; its outputs equal the simulator's (and the
                              float64 reference's, when given) within the tolerance
-``COMPILE_ONLY``       0     simulation right; compiled (AMD, offline clang); no device
-``SIMULATED_ONLY``     0     simulation right; not compiled or not run (emit refused the
-                             program, NVIDIA needs NVRTC, i.e. a CUDA device), reason given
+``COMPILE_ONLY``       0     simulation right by the reference; compiled (AMD, offline
+                             clang); no device
+``SIMULATED_ONLY``     0     simulation right by the reference; not compiled or not run
+                             (emit refused the program, NVIDIA needs NVRTC, i.e. a CUDA
+                             device), reason given
 ``EMULATED_MATCH``     0     ``device="emulator"``: tilesim's AMDGPU ISA emulator ran the
                              compiled code (not AMD hardware) and it equals the simulator
                              (and the reference) within the tolerance; no LDS race
@@ -23,12 +25,19 @@ verdict                exit  meaning
                              reference (blame as for MISMATCH), or it raced on LDS
 ``DEVICE_ERROR``       3     a device run was attempted and failed (launch failure, out of
                              memory, crash, hang past the watchdog, unjudgeable outputs)
+``NOT_JUDGED``         4     nothing independent of the program compared its outputs: no
+                             reference, no device run, no emulator run (where COMPILE_ONLY
+                             or SIMULATED_ONLY would be); the reason names the paths taken
+                             and how to get a judgement
 =====================  ====  ============================================================
 
 Precedence for one program: ``MISMATCH`` / ``EMULATED_MISMATCH`` (evidence from the compiled
 code), then ``SIM_MISMATCH``, then
-``CHECK_FAILED``, then what the device path gave. Without a ``reference`` the simulation cannot be
-judged: the verdict says so in its reason. Each verdict lists the paths the program took
+``CHECK_FAILED``, then ``DEVICE_ERROR``, then ``NOT_JUDGED``, then what the device path gave. Without
+a ``reference`` the simulation cannot be judged: a device or emulator run that agrees with the simulator
+(MATCH, EMULATED_MATCH) says so in its reason and exits 0 (the compiled code was judged against the
+model); with neither, the verdict is NOT_JUDGED (exit 4). Over several programs (:func:`exit_status`):
+1 if any verdict is 1, else 3 if any is 3, else 4 if any is 4, else 0. Each verdict lists the paths the program took
 (``simulated``, ``emitted``, ``compiled``, ``device-run`` or ``emulated``) and why it stopped
 where it did. An emulated run never gives MATCH: MATCH is reserved for silicon.
 
@@ -52,7 +61,8 @@ import numpy as np
 
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
-from tilesim.diff.judge import NOT_JUDGED, check_errors as _check_errors, loose_note, simulation_errors, unjudged_note
+from tilesim.diff.judge import (HOW_TO_JUDGE, NOT_JUDGED_NOTE, check_errors as _check_errors, combined_status,
+                                loose_note, simulation_errors, unjudged_note)
 from tilesim.diff.reference import (ReferenceCheck, beyond, check_reference, inexact_inputs, per_element_scale,
                                     result_tolerance, usable_magnitude)
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
@@ -71,21 +81,22 @@ __all__ = ["run", "Verdict", "VERDICTS", "EXIT_STATUS", "PATHS", "DEVICES", "bla
 EXIT_STATUS: dict[str, int] = {
     "MATCH": 0, "COMPILE_ONLY": 0, "SIMULATED_ONLY": 0, "EMULATED_MATCH": 0,
     "MISMATCH": 1, "SIM_MISMATCH": 1, "CHECK_FAILED": 1, "EMULATED_MISMATCH": 1,
-    "DEVICE_ERROR": 3,
+    "DEVICE_ERROR": 3, "NOT_JUDGED": 4,
 }
 VERDICTS = tuple(EXIT_STATUS)
 PATHS = ("simulated", "emitted", "compiled", "device-run", "emulated")
 DEVICES = ("auto", "none", "emulator")
 _DEVICE_VERDICTS = ("MATCH", "MISMATCH", "EMULATED_MATCH", "EMULATED_MISMATCH")
 _PASSING_RUNS = ("MATCH", "EMULATED_MATCH")  # still fail closed on a wrong simulation or a check error
+_NO_RUN = ("COMPILE_ONLY", "SIMULATED_ONLY")  # without a reference nothing judged these: NOT_JUDGED
 # who ran the compiled code -> (agrees, disagrees)
 _RUN_VERDICTS = {"device-run": ("MATCH", "MISMATCH"), "emulated": ("EMULATED_MATCH", "EMULATED_MISMATCH")}
 
 
 def exit_status(verdicts: Iterable[Verdict]) -> int:
-    """The command's status over several verdicts: 1 if any fails, else 3 if any device error, else 0."""
-    codes = {EXIT_STATUS[v.status] for v in verdicts}
-    return 1 if 1 in codes else 3 if 3 in codes else 0
+    """The command's status over several verdicts: 1 if any fails, else 3 if any device error, else 4 if
+    any was not judged, else 0."""
+    return combined_status(EXIT_STATUS[v.status] for v in verdicts)
 
 
 @dataclass
@@ -260,11 +271,28 @@ class _Judge:
                 if failing == "SIM_MISMATCH":
                     kw.update(blame=self.blame, pattern=self.pattern, mismatch_counts=self.counts)
                 return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
+            unjudged = self.ref is None or not self.ref.max_abs
+            if status in _NO_RUN and unjudged:  # no reference, no run: tilesim cannot tell (exit 4)
+                return Verdict("NOT_JUDGED", self.prog, f"nothing compared the outputs with anything independent "
+                               f"of the program (no reference, no device or emulator run); ran: "
+                               f"{', '.join(self.paths) or 'nothing'}; {status} with a reference: {reason}; "
+                               f"to judge it, {_how_to_judge(self.prog)}", **common, **kw)
             if EXIT_STATUS[status] == 0:  # a device agreeing with the simulator: intent unjudged
-                reason += f"; {NOT_JUDGED}" if self.ref is None or not self.ref.max_abs else unjudged_note(self.ref)
+                reason += f"; {NOT_JUDGED_NOTE}" if unjudged else unjudged_note(self.ref)
                 if self.ref is not None and self.inexact:
                     reason += loose_note(self.inexact, self.ref)
         return Verdict(status, self.prog, reason, **common, **kw)
+
+
+def _how_to_judge(prog: Program) -> str:
+    """HOW_TO_JUDGE, and the runs that would judge the compiled code: a device, the emulator where it models the target."""
+    from tilesim.isa.launch import SUPPORTED_FAMILIES
+
+    t = get_target(prog.target)
+    runs = "run it on a device (NVIDIA: CuPy; AMD: hip-python)"
+    if t.vendor == "amd" and t.family in SUPPORTED_FAMILIES:
+        runs += " or in tilesim's ISA emulator (--device emulator; Python: device=\"emulator\"; not AMD hardware)"
+    return f"{HOW_TO_JUDGE}; or {runs}"
 
 
 def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray] | None = None,
