@@ -91,7 +91,7 @@ def test_inspect_by_the_users_variable_name(capsys, tmp_path):
         "    ts.store(Y[0:, 0:], doubled * 3)\n"  # an unnamed temporary
         "def programs():\n"
         "    return [k.specialize(target='gfx1201', M=16, N=16)]\n")
-    assert main(["simulate", str(src), "--inspect", "doubled", "--format", "json"]) == 0
+    assert main(["simulate", str(src), "--inspect", "doubled", "--format", "json"]) == 4  # no reference(): NOT_JUDGED
     doc = json.loads(capsys.readouterr().out)[0]["inspect"]
     assert doc["value"].endswith("<doubled>")
     # X is random; `doubled` holds 2*X at the layout's (row, col): lane 5, v3 is (3, 5) on RDNA4 (row v + 8*(lane/16))

@@ -103,7 +103,9 @@ def test_verdicts_without_a_device_fail_closed():
     assert v.status in ("COMPILE_ONLY",) and "not run on AMD hardware" in v.reason
     assert v.compile_metadata["vgpr_count"] > 0 and v.isa_excerpt and v.sim_vs_reference["C"] < 1e-4
     nv = gemm.gemm.specialize(target="sm_90", M=32, N=32, K=32, mma="mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
-    assert run(nv, device="none", **gemm.inputs(nv)).status == "SIMULATED_ONLY"
+    a = gemm.inputs(nv)
+    assert run(nv, device="none", reference=gemm.reference(**a), **a).status == "SIMULATED_ONLY"
+    assert run(nv, device="none", **a).status == "NOT_JUDGED"  # no reference: nothing judged it (exit 4)
     with pytest.raises(TilesimError, match="fail closed"):
         Verdict("MATCH", nv, "claimed", {})
     with pytest.raises(TilesimError, match="device must be"):
@@ -124,7 +126,8 @@ def test_f64_arithmetic_is_emitted_now():
     # what stays refused is a layout fact: tests/test_ops.py::test_check_says_up_front_what_emit_refuses)
     p = double_math.specialize(target="gfx1201", M=16, N=16)
     assert "__builtin_bit_cast(double" in emit_hip(p).source
-    v = run(p, X=np.ones((16, 16), np.float64))
+    x = np.ones((16, 16), np.float64)
+    v = run(p, reference={"Y": 2 * x}, X=x)
     assert v.status in ("COMPILE_ONLY", "SIMULATED_ONLY") and v.status != "MATCH"
 
 

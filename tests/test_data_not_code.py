@@ -455,7 +455,7 @@ def test_cli_output_carries_no_terminal_control_from_names(tmp_path, cmd):
     p.write_text(json.dumps(doc))
     extra = ["--target", doc["target"]] if cmd == "emit" else []
     r = _cli(cmd, str(p), *extra)
-    assert r.returncode in (0, 1), r.stderr[-300:]
+    assert r.returncode in ((0, 1) if cmd != "simulate" else (1, 4)), r.stderr[-300:]  # a .json: no reference
     for out in (r.stdout, r.stderr):
         bad = [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) < 0xa0
                or 0x202a <= ord(c) <= 0x202e or 0x2066 <= ord(c) <= 0x2069]

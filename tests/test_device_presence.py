@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.gemm import gemm, inputs
+from examples.gemm import gemm, inputs, reference
 from tilesim.diff import verdict
 from tilesim.hw import amd, nvidia
 
@@ -162,7 +162,7 @@ def test_run_starts_no_device_process_without_a_kfd_node(clean, monkeypatch, tmp
     monkeypatch.setenv("TILESIM_CACHE", str(tmp_path / "cache"))
     _hip("fake-refused", monkeypatch, tmp_path)  # a `hip` is importable, so only the node decides
     p = gemm.specialize(target="gfx1201", M=16, N=16, K=16, mma=WMMA)
-    v = verdict.run(p, **inputs(p))
+    v = verdict.run(p, reference=reference(**inputs(p)), **inputs(p))
     assert v.status == "COMPILE_ONLY" and v.exit_status == 0, str(v)
     assert v.paths == ("simulated", "emitted", "compiled")
     assert "no AMD GPU" in v.not_taken["device-run"] and str(tmp_path / "kfd") in v.not_taken["device-run"]
@@ -173,7 +173,7 @@ def test_run_starts_no_device_process_without_nvidia_nodes(clean, monkeypatch, t
     monkeypatch.setattr(verdict, "guarded_call", _no_child)
     _fake_cupy(monkeypatch, tmp_path)
     p = gemm.specialize(target="sm_90", M=16, N=16, K=16, mma=MMA_SYNC)
-    v = verdict.run(p, **inputs(p))
+    v = verdict.run(p, reference=reference(**inputs(p)), **inputs(p))
     assert v.status == "SIMULATED_ONLY" and v.exit_status == 0, str(v)
     assert "no CUDA device" in v.not_taken["device-run"] and "device-run" not in v.paths
 
@@ -183,6 +183,6 @@ def test_with_a_node_the_device_process_probes_and_says_why(clean, monkeypatch, 
     monkeypatch.setattr(nvidia, "CUDA_DEVICE_PATHS", _nodes(tmp_path, True, "nvidiactl"))
     _fake_cupy(monkeypatch, tmp_path)
     p = gemm.specialize(target="sm_90", M=16, N=16, K=16, mma=MMA_SYNC)
-    v = verdict.run(p, **inputs(p))
+    v = verdict.run(p, reference=reference(**inputs(p)), **inputs(p))
     assert v.status == "SIMULATED_ONLY", str(v)
     assert "cudaErrorInsufficientDriver" in v.not_taken["device-run"]

@@ -107,7 +107,8 @@ def test_not_emitted_is_simulated_only(monkeypatch):
 
     p = double_math.specialize(target="sm_90", M=16, N=8)
     monkeypatch.setattr(vd, "emit_hip", refuse)
-    v = run(p, runner=fake.device_like_simulator, X=np.ones((16, 8), np.float64))
+    x = np.ones((16, 8), np.float64)
+    v = run(p, runner=fake.device_like_simulator, reference={"Y": 2 * x}, X=x)
     assert v.status == "SIMULATED_ONLY" and "not emitted" in v.reason and "refused for this test" in v.reason
 
 

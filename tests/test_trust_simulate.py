@@ -70,8 +70,8 @@ def test_simulate_with_reference_reports_the_mismatch_first(capsys):
     assert {d["status"] for d in docs} == {"REFERENCE_MISMATCH"} and all(d["check_errors"] for d in docs)
 
 
-def test_a_right_program_without_reference_passes_and_says_it_was_not_judged(files, capsys):
-    assert main(["simulate", files["right"]]) == 0
+def test_a_right_program_without_reference_is_not_judged_and_says_so(files, capsys):
+    assert main(["simulate", files["right"]]) == 4  # exit 0 before 0.9.1: nothing judged it
     out = capsys.readouterr().out
     assert out.startswith("NOT_JUDGED: gemm on gfx1201") and "not judged: no float64 reference" in out
 
@@ -99,10 +99,10 @@ def _simulate_rows(text: str) -> dict[str, int]:
 
     md = re.search(r"^\| `tilesim simulate` \|(.*)\|\s*$", text, re.M)
     if md:
-        return {w: code for code, cell in zip((0, 1, 3), md.group(1).split("|"))
+        return {w: code for code, cell in zip((0, 1, 3, 4), md.group(1).split("|"))
                 for w in re.findall(r"[A-Z][A-Z_]+", cell)}
     block = re.search(r"^  simulate +0 (.*?)^  check", text, re.M | re.S).group(0)
-    return {w: int(code) for code, words in re.findall(r"^\s+(?:simulate\s+)?([01])\s+(.*)$", block, re.M)
+    return {w: int(code) for code, words in re.findall(r"^\s+(?:simulate\s+)?([014])\s+(.*)$", block, re.M)
             for w in re.findall(r"\b[A-Z][A-Z_]{3,}\b", words)}
 
 
@@ -127,8 +127,9 @@ def test_emit_and_compile_exit_1_on_a_program_check_rejects(capsys):
 
 def test_outputs_a_reference_leaves_out_are_said_to_be_unjudged(tmp_path, capsys):
     """A program with outputs Y (right) and Z (wrong: 3x instead of numpy's 2x) whose reference()
-    names only Y: the verdict may pass, but it must say Z was not judged. A reference naming no
-    output at all is no reference."""
+    names only Y: nothing judged Z, so the verdict is NOT_JUDGED (exit 4) and names Z (before 0.9.1:
+    REFERENCE_OK / SIMULATED_ONLY, exit 0, with a note). A reference naming no output at all is no
+    reference."""
     from tilesim.diff import run
 
     f = tmp_path / "two.py"
@@ -150,11 +151,12 @@ def test_outputs_a_reference_leaves_out_are_said_to_be_unjudged(tmp_path, capsys
         def reference(X):
             return {"Y": 2 * X.astype(np.float64)}
     """))
-    assert main(["simulate", str(f), "--format", "json"]) == 0
+    assert main(["simulate", str(f), "--format", "json"]) == 4
     (doc,) = json.loads(capsys.readouterr().out)
-    assert doc["status"] == "REFERENCE_OK" and "no float64 reference for output(s) Z" in doc["reason"]
-    assert main(["run", str(f), "--device", "none"]) == 0
-    assert "no float64 reference for output(s) Z" in capsys.readouterr().out
+    assert doc["status"] == "NOT_JUDGED" and "no float64 reference for output(s) Z" in doc["reason"]
+    assert main(["run", str(f), "--device", "none"]) == 4
+    out = capsys.readouterr().out
+    assert out.startswith("NOT_JUDGED: two on sm_90") and "output(s) Z (no reference for them)" in out
     import importlib.util
     spec = importlib.util.spec_from_file_location("two_mod", f)
     mod = importlib.util.module_from_spec(spec)
@@ -163,7 +165,7 @@ def test_outputs_a_reference_leaves_out_are_said_to_be_unjudged(tmp_path, capsys
     X = np.arange(128, dtype=np.float32).reshape(16, 8)
     assert not np.allclose(ts.simulate(p, X=X)["Z"], 2 * X.astype(np.float64))  # Z is wrong by numpy
     v = run(p, device="none", reference={}, X=X)
-    assert v.ok and "not judged: no float64 reference was given" in v.reason
+    assert v.status == "NOT_JUDGED" and not v.ok and "no reference" in v.reason
 
 
 SKIP_LAST = textwrap.dedent("""

@@ -72,11 +72,11 @@ def _documented(text: str) -> dict[str, int]:
     out = {}
     md = re.search(r"^\| `tilesim run` \|(.*)\|\s*$", text, re.M)
     if md:
-        for code, cell in zip((0, 1, 3), md.group(1).split("|")):
+        for code, cell in zip((0, 1, 3, 4), md.group(1).split("|")):
             out |= {w: code for w in re.findall(r"[A-Z][A-Z_]+", cell)}
         return out
     block = re.search(r"^  run +0 (.*?)^  simulate", text, re.M | re.S).group(0)
-    for code, words in re.findall(r"^\s+(?:run\s+)?([013])\s+(.*)$", block, re.M):
+    for code, words in re.findall(r"^\s+(?:run\s+)?([0134])\s+(.*)$", block, re.M):
         out |= {w: int(code) for w in re.findall(r"\b[A-Z][A-Z_]{3,}\b", words)}
     return out
 
@@ -176,7 +176,7 @@ def test_right_simulation_keeps_simulated_only():
 def test_no_reference_is_said_and_check_errors_still_fail():
     arrays = gemm.inputs(_sm90())
     v = run(_sm90(), device="none", **arrays)
-    assert v.status == "SIMULATED_ONLY" and "not judged: no float64 reference" in v.reason
+    assert v.status == "NOT_JUDGED" and v.exit_status == 4 and "no reference" in v.reason
     w = run(_sm90(gemm_planted.PLANTED["a_lane_off"]), device="none", **arrays)  # no reference: check decides
     assert w.status == "CHECK_FAILED" and not w.ok and "operand A" in w.reason and w.check_errors
 

@@ -19,6 +19,7 @@ _EPILOG = """examples:
   tilesim port examples/gemm.py --target gfx942 --to gfx1201
   tilesim check-layout "AMDMFMALayout(3, [32, 32, 8], False, [1, 1])" --arch gfx942
   tilesim simulate examples/gemm.py --target gfx1201 --inspect acc
+  tilesim run prog.json --inputs inputs.npz --expect outputs.npz --device none
   tilesim demo
 
 exit statuses of run, simulate and check (2: a usage or input error, for every command):

@@ -10,9 +10,10 @@ status                  exit  meaning
 ======================  ====  ===========================================================
 ``REFERENCE_OK``        0     the simulation equals the file's ``reference()`` within the
                               numerics model's tolerance, and check found no error
-``NOT_JUDGED``          4     check found no error; no ``reference()`` (nor ``--expect``), so
-                              the outputs were not compared with what the program is meant
-                              to compute: tilesim cannot tell, says so, and does not exit 0
+``NOT_JUDGED``          4     check found no error; no ``reference()`` (nor ``--expect``), or
+                              one that leaves an output out, so the outputs were not compared
+                              with what the program is meant to compute: tilesim cannot
+                              tell, says so, and does not exit 0
 ``REFERENCE_MISMATCH``  1     a simulated output differs from ``reference()``
 ``CHECK_FAILED``        1     check found an error (or the simulator saw an LDS race or
                               disagreeing replicas): the hardware does not compute what the
@@ -90,6 +91,9 @@ def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | 
         return SimJudgement("CHECK_FAILED", f"check found {len(errs)} error(s): {errs[0]}", errs, ref)
     if ref is None or not ref.max_abs:  # no reference, or one that names no output: tilesim cannot tell
         return SimJudgement("NOT_JUDGED", f"{NOT_JUDGED_NOTE}; to judge it, {HOW_TO_JUDGE}", errs, ref)
+    if ref.unjudged:  # the outputs it names are right; about the others tilesim cannot tell
+        return SimJudgement("NOT_JUDGED", f"the outputs the reference names equal it{unjudged_note(ref)}; to "
+                            f"judge them, {HOW_TO_JUDGE}", errs, ref)
     inexact = inexact_inputs(prog, arrays)
     return SimJudgement("REFERENCE_OK", "the simulation equals the float64 reference within the numerics model's "
                         "tolerance" + unjudged_note(ref) + (loose_note(inexact, ref) if inexact else ""), errs, ref)

@@ -26,9 +26,9 @@ verdict                exit  meaning
 ``DEVICE_ERROR``       3     a device run was attempted and failed (launch failure, out of
                              memory, crash, hang past the watchdog, unjudgeable outputs)
 ``NOT_JUDGED``         4     nothing independent of the program compared its outputs: no
-                             reference, no device run, no emulator run (where COMPILE_ONLY
-                             or SIMULATED_ONLY would be); the reason names the paths taken
-                             and how to get a judgement
+                             reference (or none for some output), no device run, no
+                             emulator run (where COMPILE_ONLY or SIMULATED_ONLY would be);
+                             the reason names the paths taken and how to get a judgement
 =====================  ====  ============================================================
 
 Precedence for one program: ``MISMATCH`` / ``EMULATED_MISMATCH`` (evidence from the compiled
@@ -272,8 +272,10 @@ class _Judge:
                     kw.update(blame=self.blame, pattern=self.pattern, mismatch_counts=self.counts)
                 return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
             unjudged = self.ref is None or not self.ref.max_abs
-            if status in _NO_RUN and unjudged:  # no reference, no run: tilesim cannot tell (exit 4)
-                return Verdict("NOT_JUDGED", self.prog, f"nothing compared the outputs with anything independent "
+            if status in _NO_RUN and (unjudged or self.ref.unjudged):  # no reference, no run: cannot tell (exit 4)
+                what = ("the outputs" if unjudged else f"output(s) {', '.join(self.ref.unjudged)} (no reference "
+                        "for them)")
+                return Verdict("NOT_JUDGED", self.prog, f"nothing compared {what} with anything independent "
                                f"of the program (no reference, no device or emulator run); ran: "
                                f"{', '.join(self.paths) or 'nothing'}; {status} with a reference: {reason}; "
                                f"to judge it, {_how_to_judge(self.prog)}", **common, **kw)

@@ -5,7 +5,7 @@ The code object is built offline (clang ``-c`` then ``ld.lld -shared``, as ROCm 
 argument buffer is packed from the code object's own metadata (``.args``: offsets, sizes, value
 kinds, hidden arguments) — so packing is checked against a real compiler even where no AMD GPU
 exists. ``run_amd`` needs ROCm's runtime and hip-python; without them, ``amd_probe()`` says why and
-the verdict is COMPILE_ONLY. **Not run on AMD hardware by this project**: the whole hip-python call
+the verdict is COMPILE_ONLY (NOT_JUDGED without a reference). **Not run on AMD hardware by this project**: the whole hip-python call
 sequence is exercised in CI against a fake ``hip`` module whose device is tilesim's ISA emulator
 (``tests/fakes/hip``; docs/hardware-runs.md), never against silicon.
 
