@@ -3,7 +3,8 @@
 Run: ``python tools/fuzz.py [--examples N] [--only NAME ...] [--seed S] [--json PATH]``
 (``--examples`` is per target, 0.6x for the CLI; the default 1,700 gives 11,220 inputs). Exit 1 when
 any input ends in an uncaught exception, a multi-line or empty error message, or (CLI) anything
-but exit status 0/1 or one ``tilesim: error: …`` line with status 2.
+but a documented exit status (0/1; 3 for run, emulate and audit; 4, NOT_JUDGED, for run and simulate:
+its own bucket, never a pass) or one ``tilesim: error: …`` line with status 2.
 
 Targets:
 
@@ -348,6 +349,11 @@ def _cli_files(tmp: Path) -> list[str]:
     (tmp / "notes.txt").write_text("hello\n")
     (tmp / "binary.json").write_bytes(b"\xff\xfe\x00garbage")
     (tmp / "adir.py").mkdir(exist_ok=True)
+    # --inputs / --expect: right names (prog.json's tensors), wrong names, pickled objects, not an archive
+    np.savez(tmp / "arrays.npz", **{t.name: np.ones(t.shape) for t in prog.tensors})
+    np.savez(tmp / "outputs.npz", **{t.name: np.ones(t.shape) for t in prog.tensors if t.output})
+    np.savez(tmp / "wrong.npz", X=np.ones(3))
+    np.savez(tmp / "pickled.npz", C=np.array([{"x": 1}], dtype=object))
     ex = ROOT / "examples"
     return [str(ex / "gemm.py"), str(ex / "softmax.py"), str(ex / "int8_gemm.py"), str(ex / "lds_gemm.py"),
             *(str(tmp / f) for f in ("prog.json", "garbled.json", "syntax.py", "noprogs.py", "raises.py",
@@ -377,6 +383,8 @@ def t_cli(tally: Tally, n: int) -> None:
              "--wave": ["32", "64", "16", "0", "-32"], "--inspect": ["%9", "9", "%1", "%999", "x"],
              "--out": [str(tmp / "o.svg"), str(tmp / "o.png"), "/nonexistent/dir/o.svg", str(tmp)],
              "--family": ["rdna3", "cdna3", "nope"]}
+    pools["--inputs"] = pools["--expect"] = [str(tmp / f) for f in ("arrays.npz", "outputs.npz", "wrong.npz",
+                                                                    "pickled.npz", "notes.txt", "missing.npz")]
 
     @given(st.data())
     def go(data):
@@ -409,7 +417,7 @@ def t_cli(tally: Tally, n: int) -> None:
             argv += ["--family", draw(st.sampled_from(["rdna3", "cdna1", "nope"]))]
         if cmd == "run" and "--device" not in argv:
             argv += ["--device", "none"]
-        _call(tally, "cli", lambda: _cli_once(main, argv), argv)
+        _call(tally, "cli", lambda: _cli_once(main, argv, _EXITS.get(cmd, (0, 1))), argv)
 
     cwd = os.getcwd()
     os.chdir(tmp)  # an OUTDIR of "" or "." writes here, not into the checkout
@@ -423,7 +431,11 @@ class _CliContract(Exception):
     pass
 
 
-def _cli_once(main, argv: list[str]) -> str:
+# the documented exit statuses besides 2 (README): 3 a device error / an undecided audit, 4 NOT_JUDGED
+_EXITS = {"run": (0, 1, 3, 4), "simulate": (0, 1, 4), "emulate": (0, 1, 3), "audit": (0, 1, 3)}
+
+
+def _cli_once(main, argv: list[str], exits: tuple[int, ...] = (0, 1)) -> str:
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -438,7 +450,7 @@ def _cli_once(main, argv: list[str]) -> str:
     if rc == 2:
         if len(lines) != 1 or not lines[0].startswith("tilesim: error: "):
             raise _CliContract(f"status 2 with stderr {err.getvalue()[:200]!r}")
-    elif rc not in (0, 1):
+    elif rc not in exits:
         raise _CliContract(f"exit status {rc!r}")
     return f"exit {rc}"
 

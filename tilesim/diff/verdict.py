@@ -71,6 +71,7 @@ from tilesim.hw.watchdog import Opaque, guarded_call
 from tilesim.hw.watchdog import device_timeout as _device_timeout
 from tilesim.ir.core import Program
 from tilesim.isa import IsaError, emulate_program
+from tilesim.isa.launch import SUPPORTED_FAMILIES
 from tilesim.layouts.pictures import svg_heatmap
 from tilesim.matrix.catalog import ISA_PREFIXES
 from tilesim.targets import get_target
@@ -288,8 +289,6 @@ class _Judge:
 
 def _how_to_judge(prog: Program) -> str:
     """HOW_TO_JUDGE, and the runs that would judge the compiled code: a device, the emulator where it models the target."""
-    from tilesim.isa.launch import SUPPORTED_FAMILIES
-
     t = get_target(prog.target)
     runs = "run it on a device (NVIDIA: CuPy; AMD: hip-python)"
     if t.vendor == "amd" and t.family in SUPPORTED_FAMILIES:
@@ -301,6 +300,9 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         runner: Callable[..., dict[str, np.ndarray]] | None = None, device_timeout: float | None = None,
         reference_magnitude: dict[str, np.ndarray] | None = None, **arrays: np.ndarray) -> Verdict:
     """Check, simulate, emit, compile, run on a device if one is present and usable, and judge.
+
+    ``reference``: the expected outputs (float64), ``{output tensor: array}``; without one for every
+    output, and without a device or emulator run, the verdict is NOT_JUDGED (exit 4, ``ok`` False).
 
     ``runner(emitted, arrays) -> {output name: values}`` replaces the vendor's device runner (a
     module-level function in an importable module, not the script run as ``__main__``: it runs in
