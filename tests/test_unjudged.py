@@ -212,3 +212,38 @@ def test_bad_inputs_files_name_the_inputs(files, tmp_path, capsys):
     assert main(["simulate", files["right_json"], "--inputs", str(tmp_path / "in.npz")]) == 2
     err = capsys.readouterr().err
     assert "no array for input B" in err and "inputs: A, B" in err
+
+
+@ts.kernel
+def _scaled(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
+            mma="v_wmma_f32_16x16x16_f16", scale=1.25):
+    op = ts.mma_op(mma)
+    acc = ts.zeros(op.layout("C"), "f32")
+    acc = ts.mma(op, ts.load(A[0:, 0:], op.layout("A")), ts.load(B[0:, 0:], op.layout("B")), acc)
+    ts.store(C[0:, 0:], acc * scale)
+
+
+@pytest.mark.compiler
+def test_amd_compile_only_and_the_emulator_without_a_reference():
+    """AMD: compiled, no device and no reference is NOT_JUDGED (it was COMPILE_ONLY, exit 0), and its
+    reason points at the emulator; an emulator run that agrees with the simulator stays EMULATED_MATCH
+    (exit 0: the compiled code was judged against the model, the reason says the intent was not),
+    and with the float64 reference the same wrong kernel fails."""
+    p = _scaled.specialize(target="gfx1201", M=16, N=16, K=16)
+    rng = np.random.default_rng(1)
+    arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 16)).astype(np.float16)}
+    v = run(p, device="none", **arrays)
+    assert v.status == "NOT_JUDGED" and v.paths == ("simulated", "emitted", "compiled") and v.compile_metadata
+    assert "--device emulator" in v.reason and "COMPILE_ONLY with a reference" in v.reason
+    e = run(p, device="emulator", **arrays)
+    assert e.status == "EMULATED_MATCH" and e.exit_status == 0 and "not judged: no float64 reference" in e.reason
+    w = run(p, device="emulator", reference={"C": _numpy_c(arrays)}, **arrays)
+    assert w.status == "EMULATED_MISMATCH" and w.exit_status == 1
+
+
+def test_the_emulator_is_suggested_only_where_it_runs():
+    p = _scaled.specialize(target="sm_90", M=16, N=8, K=16, mma=NV)
+    rng = np.random.default_rng(1)
+    arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 8)).astype(np.float16)}
+    v = run(p, device="none", **arrays)
+    assert v.status == "NOT_JUDGED" and "--device emulator" not in v.reason and "run it on a device" in v.reason

@@ -352,6 +352,7 @@ def _cli_files(tmp: Path) -> list[str]:
     # --inputs / --expect: right names (prog.json's tensors), wrong names, pickled objects, not an archive
     np.savez(tmp / "arrays.npz", **{t.name: np.ones(t.shape) for t in prog.tensors})
     np.savez(tmp / "outputs.npz", **{t.name: np.ones(t.shape) for t in prog.tensors if t.output})
+    np.savez(tmp / "inputs.npz", **{t.name: np.ones(t.shape) for t in prog.tensors if not t.output})
     np.savez(tmp / "wrong.npz", X=np.ones(3))
     np.savez(tmp / "pickled.npz", C=np.array([{"x": 1}], dtype=object))
     ex = ROOT / "examples"
@@ -383,7 +384,7 @@ def t_cli(tally: Tally, n: int) -> None:
              "--wave": ["32", "64", "16", "0", "-32"], "--inspect": ["%9", "9", "%1", "%999", "x"],
              "--out": [str(tmp / "o.svg"), str(tmp / "o.png"), "/nonexistent/dir/o.svg", str(tmp)],
              "--family": ["rdna3", "cdna3", "nope"]}
-    pools["--inputs"] = pools["--expect"] = [str(tmp / f) for f in ("arrays.npz", "outputs.npz", "wrong.npz",
+    pools["--inputs"] = pools["--expect"] = [str(tmp / f) for f in ("arrays.npz", "inputs.npz", "outputs.npz", "wrong.npz",
                                                                     "pickled.npz", "notes.txt", "missing.npz")]
 
     @given(st.data())

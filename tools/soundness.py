@@ -15,7 +15,8 @@ original's float64 reference):
   numerics model's tolerance (``tilesim.matrix.numerics.tolerance`` over the K terms);
 * **I3** a mutation that changes the result ⇒ a ``check`` error or a failing verdict
   (``tilesim.diff.run``; failing: ``Verdict.ok`` false, or MISMATCH/DEVICE_ERROR where the verdict
-  has no ``ok``). *Changes the result* is judged without the simulator where possible: layout
+  has no ``ok``; NOT_JUDGED, exit 4, is neither a pass nor a catch: every reference here names every
+  output, so it is counted apart and recorded as a violation). *Changes the result* is judged without the simulator where possible: layout
   mutants of a GEMM's A/B/C by the float64 register model over AMD-calculator layouts
   (tools/mutation.py ``model_truth``); other mutants by the simulated outputs against the float64
   reference (said so in each record);
@@ -222,6 +223,10 @@ class Campaign:
         c["verdicts"] += 1
         if v is None:
             c["refused_by_run"] += 1
+        elif v.status == "NOT_JUDGED":  # exit 4, never a pass; nor a catch: this campaign's reference is complete
+            c["not_judged_by_run"] += 1
+            self.violate(2, kind, f"{what}: NOT_JUDGED on a result-changing mutation: the campaign's reference "
+                         "left an output out", prog, str(v)[:500])
         elif passing(v):
             self.violate(2, kind, f"{what}: check OK and a passing verdict ({v.status}) on a result-changing "
                          f"mutation ({truth_how})", prog, str(v)[:500])
