@@ -24,34 +24,35 @@ from tilesim.diff import EXIT_STATUS, Verdict, exit_status, run
 
 NV = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 
-KERNEL = textwrap.dedent('''
-    import numpy as np
-    import tilesim as ts
 
-    @ts.kernel
-    def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
-             mma="{nv}", scale=1.0):
-        op = ts.mma_op(mma)
-        ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-        tm, tn = ts.tile_id(0), ts.tile_id(1)
-        acc = ts.zeros(op.layout("C"), "f32")
-        for k in ts.range(0, A.shape[1], op.k):
-            acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")),
-                         acc)
-        ts.store(C[tm * op.m:, tn * op.n:], acc * scale if scale != 1.0 else acc)
+
+@ts.kernel
+def gemm(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
+         mma=NV, scale=1.0):
+    """C = A @ B, times ``scale``: 1.25 is the wrong kernel nothing in the layouts contradicts."""
+    op = ts.mma_op(mma)
+    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f32")
+    for k in ts.range(0, A.shape[1], op.k):
+        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+    ts.store(C[tm * op.m:, tn * op.n:], acc * scale if scale != 1.0 else acc)
+
+
+# a program file without reference(): programs() and inputs() only
+KERNEL = textwrap.dedent("""
+    from tests.test_unjudged import _arrays, gemm
 
     def programs():
         return [gemm.specialize(target="sm_90", M=32, N=32, K=32, scale={scale})]
 
     def inputs(prog, seed=0):
-        rng = np.random.default_rng(seed)
-        return {{"A": rng.standard_normal((32, 32)).astype(np.float16),
-                "B": rng.standard_normal((32, 32)).astype(np.float16)}}
-''')
+        return _arrays(seed)
+""")
 
 
 def _arrays(seed: int = 0) -> dict[str, np.ndarray]:
-    """The inputs KERNEL's inputs() gives (the same recipe, written here a second time)."""
+    """The inputs of KERNEL's inputs() (and of the tests)."""
     rng = np.random.default_rng(seed)
     return {"A": rng.standard_normal((32, 32)).astype(np.float16), "B": rng.standard_normal((32, 32)).astype(np.float16)}
 
@@ -68,7 +69,7 @@ def files(tmp_path):
     out = {}
     for name, scale in (("wrong", 1.25), ("right", 1.0)):
         py = tmp_path / f"{name}.py"
-        py.write_text(KERNEL.format(nv=NV, scale=scale))
+        py.write_text(KERNEL.format(scale=scale))
         out[name] = str(py)
         from tilesim.cli.programs import _load_programs
         (prog,), _ = _load_programs(str(py), None)
@@ -214,22 +215,13 @@ def test_bad_inputs_files_name_the_inputs(files, tmp_path, capsys):
     assert "no array for input B" in err and "inputs: A, B" in err
 
 
-@ts.kernel
-def _scaled(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
-            mma="v_wmma_f32_16x16x16_f16", scale=1.25):
-    op = ts.mma_op(mma)
-    acc = ts.zeros(op.layout("C"), "f32")
-    acc = ts.mma(op, ts.load(A[0:, 0:], op.layout("A")), ts.load(B[0:, 0:], op.layout("B")), acc)
-    ts.store(C[0:, 0:], acc * scale)
-
-
 @pytest.mark.compiler
 def test_amd_compile_only_and_the_emulator_without_a_reference():
     """AMD: compiled, no device and no reference is NOT_JUDGED (it was COMPILE_ONLY, exit 0), and its
     reason points at the emulator; an emulator run that agrees with the simulator stays EMULATED_MATCH
     (exit 0: the compiled code was judged against the model, the reason says the intent was not),
     and with the float64 reference the same wrong kernel fails."""
-    p = _scaled.specialize(target="gfx1201", M=16, N=16, K=16)
+    p = gemm.specialize(target="gfx1201", M=16, N=16, K=16, mma="v_wmma_f32_16x16x16_f16", scale=1.25)
     rng = np.random.default_rng(1)
     arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 16)).astype(np.float16)}
     v = run(p, device="none", **arrays)
@@ -242,7 +234,7 @@ def test_amd_compile_only_and_the_emulator_without_a_reference():
 
 
 def test_the_emulator_is_suggested_only_where_it_runs():
-    p = _scaled.specialize(target="sm_90", M=16, N=8, K=16, mma=NV)
+    p = gemm.specialize(target="sm_90", M=16, N=8, K=16, scale=1.25)
     rng = np.random.default_rng(1)
     arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 8)).astype(np.float16)}
     v = run(p, device="none", **arrays)
