@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tilesim.codegen.common import CodegenError, _f32_literal, _int, _row
-from tilesim.codegen.element_ops import emit_cast, emit_convert, emit_elementwise, emit_reduce
+from tilesim.codegen.element_ops import emit_cast, emit_convert, emit_elementwise, emit_reduce, exact_constant
 from tilesim.codegen.mma_forms import sparse_index_arg
 from tilesim.ir.core import Op, Value
 from tilesim.ir.ops import ELEMENTWISE
@@ -106,8 +106,8 @@ class ComputeOps:
 
     def op_elementwise(self, op: Op, d: int) -> None:
         x, y = op.args
-        if op.out.dtype != "f32":
-            emit_elementwise(self, op, d)  # every other element type (tilesim/codegen/element_ops.py)
+        if op.out.dtype != "f32" or (y is not None and not isinstance(y, Value) and not exact_constant(y, "f32")):
+            emit_elementwise(self, op, d)  # every other element type, and constants f32 cannot hold (in double)
             return
         f, fx = self.frag(op.out), self.frag(x)
         n = op.out.layout.registers_per_lane()

@@ -20,8 +20,10 @@ from tilesim.codegen.elements import bits_expr, cast_expr, element, helpers_for,
 from tilesim.ir.core import Op, Value
 from tilesim.ir.ops import ELEMENTWISE, REDUCE
 from tilesim.matrix.dtypes import dtype, encode_bits
+from tilesim.matrix.numerics import quantize
 
 __all__ = ["slot_get", "slot_put", "zero_bits", "mem_ctype", "emit_cast", "emit_elementwise", "emit_reduce",
+           "exact_constant",
            "emit_convert", "emit_global_typed", "emit_lds", "broadcast_exprs", "SLOT_HELPERS", "MEMORY_HELPERS"]
 
 # slot s of a fragment when its elements straddle registers (6-bit: bits [6s, 6s+6) of the tuple)
@@ -131,6 +133,16 @@ def _literal(x: float, domain: str) -> str:
     return f"{x!r}f" if np.isfinite(f) else f"ts_f32(0x{int(np.array(f, np.float32).view(np.uint32)):08x}u)"
 
 
+def exact_constant(c: Any, dt: str) -> bool:
+    """Whether the number ``c`` is exactly a value of the float type ``dt``. Only then does an op of a
+    ``dt`` element and ``c`` in C's float give the simulator's answer (the op in float64, rounded once
+    to ``dt``): ``x * 0.3f`` multiplies by another number than 0.3, and a float result of an f16
+    element is rounded twice."""
+    with np.errstate(all="ignore"):
+        v = np.array([float(c)], np.float64)
+        return bool(np.array_equal(np.asarray(quantize(v, dt), np.float64), v, equal_nan=True))
+
+
 def emit_elementwise(g: Any, op: Op, d: int) -> None:
     """Elementwise on any element type, slot by slot: decode, compute in the type's domain (float,
     double, long long), encode once. On integer elements a result numpy computes as a float (``/``,
@@ -145,6 +157,8 @@ def emit_elementwise(g: Any, op: Op, d: int) -> None:
     dom = el.domain
     if dom == "int" and (not row.c_int or float_const):
         dom = "double"  # numpy's result is a float here
+    if dom == "float" and y is not None and not isinstance(y, Value) and not exact_constant(y, dt):
+        dom = "double"  # the simulator's float64 op and one rounding (exact_constant)
     cast_to = {"float": "float", "double": "double", "int": "long long"}[dom]
 
     def val(v: Value | None, fr: str) -> str:

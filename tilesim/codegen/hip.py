@@ -45,6 +45,7 @@ typedef unsigned int ts_u32;
 typedef unsigned long long ts_u64;
 #if defined(__AMDGCN__) || defined(__AMDGPU__)
 #define TS_AMD 1
+#pragma clang fp contract(off)  /* each op rounded on its own, as the simulator does: HIP fuses a*b+c by default */
 #define TS_TID() ((int)__builtin_amdgcn_workitem_id_x())
 #define TS_WG_X() ((int)__builtin_amdgcn_workgroup_id_x())
 #define TS_WG_Y() ((int)__builtin_amdgcn_workgroup_id_y())

@@ -124,6 +124,10 @@ def _rows(*rows: Any) -> Mapping[str, Any]:
 _EXPF = Macro("TS_EXPF(x)", "__builtin_expf(x)", "expf(x)")
 _FMAXF = Macro("TS_FMAXF(a, b)", "__builtin_fmaxf(a, b)", "fmaxf(a, b)")
 _FMINF = Macro("TS_FMINF(a, b)", "__builtin_fminf(a, b)", "fminf(a, b)")
+# a product rounded on its own, as the simulator rounds every op: never fused with an add into an FMA
+# (NVIDIA: the _rn intrinsics are never contracted; AMD: the prelude's `#pragma clang fp contract(off)`)
+_FMULF = Macro("TS_FMULF(a, b)", "((a) * (b))", "__fmul_rn(a, b)")
+_FMUL64 = Macro("TS_FMUL64(a, b)", "((a) * (b))", "__dmul_rn(a, b)")
 _EXP64 = Macro("TS_EXP64(x)", "ts_exp64(x)", "exp(x)")  # AMD: tilesim/codegen/elements.py (no f64 exp builtin)
 _FMAX64 = Macro("TS_FMAX64(a, b)", "__builtin_fmax(a, b)", "fmax(a, b)")
 _FMIN64 = Macro("TS_FMIN64(a, b)", "__builtin_fmin(a, b)", "fmin(a, b)")
@@ -134,8 +138,8 @@ ELEMENTWISE: Mapping[str, Elementwise] = _rows(
     Elementwise("add", 2, lambda a, b: a + b, "{a} + {b}", test_constants=(-3, -1, 1, 2),
                 c_int=_WRAP.replace("{o}", "+"), monotone=True),
     Elementwise("sub", 2, lambda a, b: a - b, "{a} - {b}", test_constants=(1, 3), c_int=_WRAP.replace("{o}", "-")),
-    Elementwise("mul", 2, lambda a, b: a * b, "{a} * {b}", test_constants=(-1, 2, 3), c_int=_WRAP.replace("{o}", "*"),
-                monotone=True),
+    Elementwise("mul", 2, lambda a, b: a * b, "TS_FMULF({a}, {b})", macro=_FMULF, c_double="TS_FMUL64({a}, {b})",
+                macro64=_FMUL64, test_constants=(-1, 2, 3), c_int=_WRAP.replace("{o}", "*"), monotone=True),
     # true division: a float even for integers, which then truncates and saturates (numerics.cast) —
     # what ts_idiv computes with integer division ({lo}/{hi}: the element type's range)
     Elementwise("div", 2, lambda a, b: a / b, "{a} / {b}", c_int="ts_idiv({a}, {b}, {lo}, {hi})"),
