@@ -239,3 +239,35 @@ def test_the_emulator_is_suggested_only_where_it_runs():
     arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 8)).astype(np.float16)}
     v = run(p, device="none", **arrays)
     assert v.status == "NOT_JUDGED" and "--device emulator" not in v.reason and "run it on a device" in v.reason
+
+
+def test_npz_archives_are_read_as_data_within_limits(files, tmp_path, monkeypatch, capsys):
+    """An archive that inflates past the limit, names an array twice (which copy a reader takes is up
+    to it) or holds a member that is no .npy is refused before numpy reads it."""
+    import io
+    import zipfile
+
+    def npy(a):
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    c = npy(_numpy_c(_arrays()))
+    with zipfile.ZipFile(tmp_path / "twice.npz", "w") as z:
+        z.writestr("C.npy", c)
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            z.writestr("C.npy", npy(np.zeros((32, 32))))
+    with zipfile.ZipFile(tmp_path / "other.npz", "w") as z:
+        z.writestr("C.npy", c)
+        z.writestr("run.py", "print('not data')")
+    with zipfile.ZipFile(tmp_path / "big.npz", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("C.npy", c)
+    for name, needle in (("twice.npz", "'C.npy' appears twice"), ("other.npz", "'run.py' is not an array")):
+        assert main(["simulate", files["right"], "--expect", str(tmp_path / name)]) == 2
+        assert needle in capsys.readouterr().err, name
+    assert main(["simulate", files["right"], "--expect", str(tmp_path / "big.npz")]) == 0  # within the limit
+    capsys.readouterr()
+    monkeypatch.setattr("tilesim.files.MAX_ARRAY_BYTES", len(c) - 1)
+    assert (tmp_path / "big.npz").stat().st_size < len(c) - 1  # small on disk, too large inflated
+    assert main(["simulate", files["right"], "--expect", str(tmp_path / "big.npz")]) == 2
+    assert f"inflates to {len(c)} bytes" in capsys.readouterr().err
