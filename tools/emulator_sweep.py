@@ -6,7 +6,7 @@ arguments in ``VARIANTS``) whose target is one the emulator models, this does wh
 the outcome: EMULATED_MATCH, EMULATED_MISMATCH, or the refusal (the first mnemonic the emulator does
 not model, else the error's first line).
 
-    PYTHONPATH=. python tools/emulator_sweep.py [--only NAME ...] [--markdown] [--json FILE]
+    PYTHONPATH=. python tools/emulator_sweep.py [--only NAME ...] [--targets T[:WAVE] ...] [--markdown] [--json FILE]
 
 Exit status 0 always (the table is the result); tests/test_isa_sweep_ops.py runs a CI-sized slice
 and, marked slow, the whole sweep.
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = ("gfx942", "gfx950", "gfx1100", "gfx1201")  # what tilesim.isa models (docs/emulator.md)
+TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201")  # what tilesim.isa models (docs/emulator.md)
 # programs() arguments besides the defaults: other small sizes (loop trip counts and address arithmetic
 # compile differently) and the examples' options; a size an example refuses is listed as SKIPPED
 _MNK = [{"M": 32, "N": 32, "K": 32}, {"M": 64, "N": 32, "K": 96}, {"M": 96, "N": 64, "K": 160}]
@@ -52,7 +52,8 @@ def _examples() -> list[str]:
 
 
 def cases(only: list[str] | None = None) -> list[tuple[str, dict, object, object]]:
-    """``(example, sizes, program, module)`` for every program on a modelled target, RDNA wave32 only."""
+    """``(example, sizes, program, module)`` for every program on a modelled target; each RDNA wave32
+    program again in wave64 and each gfx942 program again on gfx90a (:func:`_twin`)."""
     from tilesim.errors import TilesimError
 
     out = []
@@ -67,9 +68,26 @@ def cases(only: list[str] | None = None) -> list[tuple[str, dict, object, object
                 out.append((name, sizes, None, f"{type(e).__name__}: {e}"))
                 continue
             for prog in progs:
-                if prog.target in TARGETS and (prog.target.startswith("gfx9") or prog.wave_size == 32):
-                    out.append((name, sizes, prog, module))
+                if prog.target not in TARGETS:
+                    continue
+                out.append((name, sizes, prog, module))
+                if prog.target.startswith("gfx1") and prog.wave_size == 32:
+                    out.append(_twin(name, sizes, prog, module, prog.target, 64))
+                if prog.target == "gfx942":  # CDNA2: the CDNA3 programs on gfx90a
+                    out.append(_twin(name, sizes, prog, module, "gfx90a", 64))
     return out
+
+
+def _twin(name: str, sizes: dict, prog: object, module: object, target: str, wave: int) -> tuple[str, dict, object, object]:
+    """The same kernel, options and sizes re-specialised for ``target`` in ``wave`` (as ``tilesim.port``
+    does); a program with no such form (an instruction or a layout the target lacks) is SKIPPED."""
+    from tilesim.errors import TilesimError
+
+    o = prog.origin
+    try:
+        return name, sizes, o.kernel.specialize(target=target, wave_size=wave, **dict(o.sizes), **dict(o.options)), module
+    except (TilesimError, ValueError) as e:  # e.g. a layout written for 32 lanes, an MFMA gfx90a lacks
+        return name, sizes, None, f"{target} wave{wave}: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
 
 def outcome(name: str, prog: object, module: object) -> dict:
@@ -101,12 +119,15 @@ def outcome(name: str, prog: object, module: object) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="example names (default: all)")
+    ap.add_argument("--targets", nargs="*", help="only these targets, each TARGET or TARGET:WAVE (gfx1100:64)")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--json", help="write the rows to this file")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     rows = []
     for name, sizes, prog, module in cases(a.only):
+        if a.targets and (prog is None or not {prog.target, f"{prog.target}:{prog.wave_size}"} & set(a.targets)):
+            continue
         if prog is None:
             r = {"example": name, "program": "", "target": "", "status": "SKIPPED", "missing": "", "reason": module}
         else:

@@ -29,18 +29,19 @@ from tilesim.isa.memory import Heap, Lds, Race, compile_memory
 from tilesim.isa.salu import TIMING, branch_condition, branch_target, compile_salu
 from tilesim.isa.state import EXEC, Ctx, Machine
 from tilesim.isa.valu import compile_valu
+from tilesim.isa.variants import check_variant
 from tilesim.targets import get_target
 
 __all__ = ["run_kernel", "execute", "Launch", "SUPPORTED_FAMILIES", "prepare"]
 
 # The target families the emulator models, each in its default wave size (wave32 RDNA, wave64 CDNA) with
 # the target's limits; gfx12 (its ISA generation, tilesim.targets) has the architected workgroup-id SGPRs.
-SUPPORTED_FAMILIES = ("rdna3", "rdna4", "cdna3", "cdna4")
+SUPPORTED_FAMILIES = ("rdna3", "rdna4", "cdna2", "cdna3", "cdna4")
 
 _DESC_OK = {  # descriptor fields and the values the emulator models
     "user_sgpr_dispatch_ptr": (0,), "user_sgpr_queue_ptr": (0,), "user_sgpr_dispatch_id": (0,),
     "user_sgpr_private_segment_size": (0,), "user_sgpr_kernarg_preload_length": (0,),
-    "user_sgpr_private_segment_buffer": (0,), "user_sgpr_flat_scratch_init": (0,),
+    "user_sgpr_private_segment_buffer": (0, 1), "user_sgpr_flat_scratch_init": (0,),
     "system_sgpr_workgroup_info": (0,), "uses_dynamic_stack": (0,),
     "float_round_mode_32": (0,), "float_round_mode_16_64": (0,), "float_denorm_mode_32": (3,),
     "float_denorm_mode_16_64": (3,), "fp16_overflow": (0,), "dx10_clamp": (0, 1), "ieee_mode": (0, 1),
@@ -79,6 +80,8 @@ def prepare(k: Kernel, st: Machine) -> list[tuple[str, object, Instr]]:
     prog: list[tuple[str, object, Instr]] = []
     for n, ins in enumerate(k.instrs):
         ctx.index = n
+        for part in ins if isinstance(ins, tuple) else (ins,):
+            check_variant(part, ctx)
         if isinstance(ins, tuple):
             if not all(p.mnemonic.startswith("v_dual_") for p in ins):
                 raise ctx.err(ins[0], "'::' joins only v_dual_* halves")
@@ -148,7 +151,7 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
                        f"{', '.join(SUPPORTED_FAMILIES)}")
     architected = t.isa == "gfx12"  # workgroup ids also in TTMP7/TTMP9
     wave = 32 if k.desc("wavefront_size32", 0) else 64
-    if wave != t.default_wave:
+    if wave not in t.wave_sizes:
         raise IsaError(f"{k.target} wave{wave} is not modelled (modelled: wave{t.default_wave})")
     _check_descriptor(k, wave)
     _split_signal_wait(k)
@@ -178,8 +181,13 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
     st.scratch = np.zeros((W, wave, priv), np.uint8) if priv else None
     # workgroup ids, x fastest
     wid = np.stack([g % gx, (g // gx) % gy, g // (gx * gy)], 1).astype(np.uint32)
-    st.s[0] = np.uint32(kernarg_addr & 0xFFFFFFFF)
-    st.s[1] = np.uint32(kernarg_addr >> 32)
+    # user SGPRs in the ABI's order: the private segment buffer's V# (s[0:3], gfx9 without architected
+    # flat scratch: clang enables it on gfx90a even for kernels without scratch) stays zero — only buffer_*
+    # instructions read it and none is modelled, and scratch without architected flat scratch is refused
+    # below — then the kernarg segment pointer (any other user SGPR is refused by _check_descriptor)
+    ka = 4 if k.desc("user_sgpr_private_segment_buffer", 0) else 0
+    st.s[ka] = np.uint32(kernarg_addr & 0xFFFFFFFF)
+    st.s[ka + 1] = np.uint32(kernarg_addr >> 32)
     nxt = int(k.desc("user_sgpr_count", 2))
     for axis, key in enumerate(("x", "y", "z")):
         if k.desc(f"system_sgpr_workgroup_id_{key}", 1 if key == "x" else 0):

@@ -22,6 +22,7 @@ from tilesim.errors import InstructionError
 from tilesim.isa.asm import Imm, Instr, IsaError, Reg
 from tilesim.isa.lds_dma import compile_lds_dma, is_lds_dma
 from tilesim.isa.state import Ctx, Machine
+from tilesim.isa.variants import check_halves, permute_halves
 from tilesim.matrix.lds_transpose import TransposeRead, transpose_read
 
 __all__ = ["Heap", "Lds", "Race", "compile_memory"]
@@ -141,7 +142,12 @@ _STORE = {"b8": (1, "lo"), "byte": (1, "lo"), "b16": (2, "lo"), "short": (2, "lo
           "short_d16_hi": (2, "hi"), "b8_d16_hi": (1, "hi"), "b16_d16_hi": (2, "hi")}
 _DS_ALIAS = {"ds_read_": "ds_load_", "ds_write_": "ds_store_", "ds_read2_": "ds_load_2addr_",
              "ds_read2st64_": "ds_load_2addr_stride64_", "ds_write2st64_": "ds_store_2addr_stride64_",
-             "ds_write2_": "ds_store_2addr_", "ds_load_u16_d16": "ds_load_d16_b16"}
+             "ds_write2_": "ds_store_2addr_",
+             # the d16 LDS loads (gfx9 ds_read_*_d16*, renamed above; RDNA ds_load_*_d16*) onto the global stems:
+             # the low or high 16 bits of the VGPR are written, the other half kept
+             "ds_load_u16_d16_hi": "ds_load_d16_hi_b16", "ds_load_u16_d16": "ds_load_d16_b16",
+             "ds_load_u8_d16_hi": "ds_load_d16_hi_u8", "ds_load_u8_d16": "ds_load_d16_u8",
+             "ds_load_i8_d16_hi": "ds_load_d16_hi_i8", "ds_load_i8_d16": "ds_load_d16_i8"}
 
 
 def _to_regs(data: np.ndarray, nbytes: int, how: str, old: np.ndarray | None) -> list[np.ndarray]:
@@ -370,16 +376,20 @@ def _smem(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], N
 def _lane_permute(ins: Instr, m: str, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], None]:
     """``ds_bpermute_b32`` (dst[i] = data[(addr[i] + offset) / 4]) and ``ds_permute_b32``
     (dst[(addr[i] + offset) / 4] = data[i], the higher source lane winning): lanes exchange through the
-    LDS crossbar without touching LDS memory; reading an inactive lane gives 0 (wave32/wave64 whole)."""
+    LDS crossbar without touching LDS memory; reading an inactive lane gives 0 (wave32 and CDNA wave64
+    whole; RDNA wave64 within each half, a crossing raises)."""
     _check_mods(ins, ctx, ("offset",))
     dst, addr, data = ins.operands
     d, a, x = _vreg(dst, 1, ctx, ins, st), _vreg(addr, 1, ctx, ins, st), _vreg(data, 1, ctx, ins, st)
     off = _imm_mod(ins, "offset", ctx)
     L = ctx.wave
+    halves = permute_halves(ctx)  # RDNA wave64: 32-lane halves (tilesim.isa.variants)
 
     def run(sel: np.ndarray) -> None:
         act = st.active(sel)
         idx = ((st.v[a].astype(np.int64) + off) >> 2) & (L - 1)
+        if halves:
+            check_halves(idx, act, lambda w, ln: f"{ins.mnemonic} ({st.target}, line {ins.line}) wave {w}")
         src = np.where(act, st.v[x], 0).astype(np.uint32)
         if m == "ds_bpermute_b32":
             val = np.take_along_axis(src, idx, axis=1)

@@ -22,11 +22,12 @@ from collections.abc import Callable
 import numpy as np
 
 from tilesim.isa.asm import Imm, Instr, Reg
-from tilesim.isa.state import EXEC, VCC, Ctx, Machine, imm_bits
+from tilesim.isa.state import EXEC, NULL, VCC, Ctx, Machine, imm_bits
 from tilesim.isa.valu_ops import KIND_BITS as _BITS
 from tilesim.isa.valu_ops import KIND_DT as _KIND_DT
 from tilesim.isa.valu_ops import VALU_OPS, fma_f32
 from tilesim.isa.valu_ops import WIDE as _WIDE
+from tilesim.isa.variants import compile_pk_mov
 from tilesim.targets import get_target
 
 __all__ = ["compile_valu", "VALU_OPS", "fma_f32"]
@@ -120,6 +121,8 @@ def _dest_writer(op: object, kind: str, ctx: Ctx, ins: Instr, st: Machine) -> Ca
 def _mask_dest(op: object, ctx: Ctx, ins: Instr, st: Machine) -> tuple[int, int]:
     if not isinstance(op, Reg) or op.file != "s":
         raise ctx.err(ins, f"a lane-mask destination must be scalar, got {op!r}")
+    if op.index == NULL:  # `null` is one register name in both wave sizes; a write to it goes nowhere
+        return NULL, ctx.wave // 32
     if op.count * 32 != ctx.wave:
         raise ctx.err(ins, f"a wave{ctx.wave} lane mask takes {ctx.wave // 32} SGPR(s), got {op.count}")
     return op.index, op.count
@@ -181,6 +184,8 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
     dpp = _Dpp(ins, ctx, st) if ins.mnemonic.endswith("_dpp") else None
     if m == "v_bitop3_b32" and dpp is None and not dual:
         return _bitop3(ins, ctx, st)
+    if m == "v_pk_mov_b32" and dpp is None:
+        return compile_pk_mov(ins, ctx, st)
     if dpp is None:
         if m not in ("v_permlane16_b32", "v_permlanex16_b32"):  # permlane checks its own op_sel
             _no_mods(ins, ctx)
