@@ -9,11 +9,11 @@ from tilesim.isa.launch import execute
 from tilesim.isa.memory import Heap, Lds
 from tilesim.isa.state import EXEC, Machine
 
-WAVE = {"gfx1100": 32, "gfx1201": 32, "gfx942": 64, "gfx950": 64, "gfx1250": 32}
+WAVE = {"gfx1100": 32, "gfx1201": 32, "gfx90a": 64, "gfx942": 64, "gfx950": 64, "gfx1250": 32}
 
 
-def kernel_text(target: str, body: str, lds: int = 0) -> str:
-    w32 = int(WAVE[target] == 32)
+def kernel_text(target: str, body: str, lds: int = 0, wave: int | None = None) -> str:
+    w32 = int((wave or WAVE[target]) == 32)
     return (f'\t.amdgcn_target "amdgcn-amd-amdhsa--{target}"\n\t.text\nk:\n{body}\n\ts_endpgm\n'
             f"\t.section .rodata\n\t.amdhsa_kernel k\n\t\t.amdhsa_group_segment_fixed_size {lds}\n"
             f"\t\t.amdhsa_user_sgpr_kernarg_segment_ptr 1\n\t\t.amdhsa_wavefront_size32 {w32}\n"
@@ -22,10 +22,11 @@ def kernel_text(target: str, body: str, lds: int = 0) -> str:
 
 def run(target: str, body: str, v: dict[int, np.ndarray] | None = None, s: dict[int, int] | None = None,
         exec_mask: int | None = None, waves: int = 1, lds: int = 0, heap: Heap | None = None,
-        agprs: int = 0) -> Machine:
-    """Registers after running ``body`` (v: VGPR -> per-lane uint32 values; s: SGPR -> value)."""
-    k = parse(kernel_text(target, body, lds))
-    L = WAVE[target]
+        agprs: int = 0, wave: int | None = None) -> Machine:
+    """Registers after running ``body`` (v: VGPR -> per-lane uint32 values; s: SGPR -> value) in a wave
+    of ``wave`` lanes (default: the target's own)."""
+    k = parse(kernel_text(target, body, lds, wave))
+    L = wave or WAVE[target]
     st = Machine(target=target, wave=L, waves=waves, vgprs=256, agprs=agprs)
     st.heap = heap or Heap()
     st.lds = Lds(1, lds)

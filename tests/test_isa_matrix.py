@@ -25,7 +25,13 @@ from tilesim.isa import IsaError
 from tilesim.matrix import lookup
 
 GOLDEN = Path(__file__).parent / "golden" / "amd_calculator"
-ARCH = {"rdna3": ("gfx1100", 32), "rdna4": ("gfx1201", 32), "cdna3": ("gfx942", 64)}
+ARCH = {"rdna3": ("gfx1100", 32), "rdna4": ("gfx1201", 32), "cdna3": ("gfx942", 64),
+        # RDNA in wave64 and CDNA2 (the calculator's wave64 records and its gfx90a architecture)
+        "rdna3-w64": ("gfx1100", 64), "rdna4-w64": ("gfx1201", 64), "cdna2": ("gfx90a", 64)}
+
+
+def _arch(key: str) -> str:
+    return key.split("-")[0]
 
 
 @lru_cache(maxsize=None)
@@ -45,8 +51,8 @@ def _records(arch: str, name: str, op: str, wave: int) -> np.ndarray:
     return rec[off:off + n]
 
 
-ROWS = [(arch, name) for arch in ARCH for name in sorted(_details()[arch]["instructions"])
-        if not _details()[arch]["instructions"][name]["sparse"]]
+ROWS = [(arch, name) for arch in ARCH for name in sorted(_details()[_arch(arch)]["instructions"])
+        if not _details()[_arch(arch)]["instructions"][name]["sparse"]]
 
 
 def _encode(vals: np.ndarray, t: str) -> np.ndarray:
@@ -80,6 +86,7 @@ def _place(regs: dict[int, np.ndarray], base: int, rec: np.ndarray, mat: np.ndar
 @pytest.mark.parametrize(("arch", "name"), ROWS, ids=[f"{a}:{n}" for a, n in ROWS])
 def test_matrix_instruction_reads_and_writes_where_the_calculator_says(arch: str, name: str) -> None:
     target, wave = ARCH[arch]
+    arch = _arch(arch)
     row = lookup(name, target)
     d = _details()[arch]["instructions"][name]
     counts = d["gprs"][f"w{wave}"]
@@ -98,7 +105,7 @@ def test_matrix_instruction_reads_and_writes_where_the_calculator_says(arch: str
         _place(regs, base[op], _records(arch, name, op, wave), mat, t, wave)
     span = {op: f"v[{base[op]}:{base[op] + counts[op] - 1}]" for op in "ABCD"}
     line = f"\t{name} {span['D']}, {span['A']}, {span['B']}, {span['C']}"
-    st = run(target, line, regs)
+    st = run(target, line, regs, wave=wave)
     rec = _records(arch, name, "D", wave)
     lo, hi = rec[:, 5], rec[:, 6]
     word = st.v[base["D"] + rec[:, 3], 0, rec[:, 4]].astype(np.uint64)
@@ -134,9 +141,10 @@ def test_neg_lo_on_iu8_means_signed_bytes() -> None:
 
 
 _SET_KEY = {"rdna4": "cbsz=0|abid=0|blgp=0|opsel={}", "cdna3": "cbsz=0|abid={}|blgp=0|opsel=0"}
-SPARSE = [(arch, name, iset) for arch in ("rdna4", "cdna3") for name in sorted(_details()[arch]["instructions"])
+SPARSE = [(key, name, iset) for key in ("rdna4", "rdna4-w64", "cdna3") for arch in [_arch(key)]
+          for name in sorted(_details()[arch]["instructions"])
           if _details()[arch]["instructions"][name]["sparse"] for iset in (0, 1)
-          if f"{name}|K|w{ARCH[arch][1]}|{_SET_KEY[arch].format(iset)}" in _golden(arch)[1]]
+          if f"{name}|K|w{ARCH[key][1]}|{_SET_KEY[arch].format(iset)}" in _golden(arch)[1]]
 
 
 @pytest.mark.parametrize(("arch", "name", "iset"), SPARSE, ids=[f"{a}:{n}:set{s}" for a, n, s in SPARSE])
@@ -145,6 +153,7 @@ def test_sparse_instruction_reads_values_and_indices_where_the_calculator_says(a
     """2:4 A: each group of four k holds two kept values in one register field and their two 2-bit
     positions in a 4-bit field of the index VGPR (set ``iset``: SWMMAC index_key, SMFMAC abid)."""
     target, wave = ARCH[arch]
+    arch = _arch(arch)
     row = lookup(name, target)
     d = _details()[arch]["instructions"][name]
     ta, tb, tc, td = row.types
@@ -182,7 +191,7 @@ def test_sparse_instruction_reads_values_and_indices_where_the_calculator_says(a
     _place(regs, base["D"], _records(arch, name, "D", wave), C, tc, wave)  # SWMMAC/SMFMAC accumulate in place
     span = {op: f"v[{base[op]}:{base[op] + nregs[op] - 1}]" if nregs[op] > 1 else f"v{base[op]}" for op in "ABDK"}
     mod = "" if not iset else (f" index_key:{iset}" if arch == "rdna4" else f" abid:{iset}")
-    st = run(target, f"\t{name} {span['D']}, {span['A']}, {span['B']}, {span['K']}{mod}", regs)
+    st = run(target, f"\t{name} {span['D']}, {span['A']}, {span['B']}, {span['K']}{mod}", regs, wave=wave)
     rec = _records(arch, name, "D", wave)
     lo, hi = rec[:, 5], rec[:, 6]
     word = st.v[base["D"] + rec[:, 3], 0, rec[:, 4]].astype(np.uint64)

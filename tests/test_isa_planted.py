@@ -15,12 +15,15 @@ from tilesim.isa import emulate, emulate_program
 from tilesim.layouts import Layout
 from tilesim.matrix import lookup
 
-CASES = [("gfx1201", "v_wmma_f32_16x16x16_f16"), ("gfx1100", "v_wmma_f32_16x16x16_f16"),
-         ("gfx942", "v_mfma_f32_16x16x16f16")]
+CASES = [("gfx1201", "v_wmma_f32_16x16x16_f16", 32), ("gfx1100", "v_wmma_f32_16x16x16_f16", 32),
+         ("gfx942", "v_mfma_f32_16x16x16f16", 64),
+         # RDNA in wave64 and CDNA2: the catalog's wave64 WMMA layouts, gfx90a's MFMA
+         ("gfx1201", "v_wmma_f32_16x16x16_f16", 64), ("gfx1100", "v_wmma_f32_16x16x16_f16", 64),
+         ("gfx90a", "v_mfma_f32_16x16x16f16", 64)]
 
 
-def _mutated(mma: str, target: str, op: str, kind: str) -> Layout:
-    good = lookup(mma, target).layout(op)
+def _mutated(mma: str, target: str, op: str, kind: str, wave: int | None = None) -> Layout:
+    good = lookup(mma, target).layout(op, wave_size=wave)
     hw, lg = good.pairs()
     hw, lg = hw.copy(), lg.copy()
     if kind == "rows_lane5":  # lane 5's accumulator rows declared shifted by one (mod the tile)
@@ -40,11 +43,12 @@ PLANTS = {"c_rows_lane5": ("C", "rows_lane5", "c_layout"), "a_lane_off": ("A", "
 
 
 @pytest.mark.compiler
-@pytest.mark.parametrize(("target", "mma"), CASES, ids=[t for t, _ in CASES])
+@pytest.mark.parametrize(("target", "mma", "wave"), CASES, ids=[f"{t}-w{w}" for t, _, w in CASES])
 @pytest.mark.parametrize("plant", list(PLANTS))
-def test_planted_bug_fails_identically(target: str, mma: str, plant: str) -> None:
+def test_planted_bug_fails_identically(target: str, mma: str, wave: int, plant: str) -> None:
     op, kind, kw = PLANTS[plant]
-    prog = gemm.specialize(target=target, M=32, N=32, K=32, mma=mma, **{kw: _mutated(mma, target, op, kind)})
+    prog = gemm.specialize(target=target, wave_size=wave, M=32, N=32, K=32, mma=mma,
+                           **{kw: _mutated(mma, target, op, kind, wave)})
     arrays = inputs(prog)
     sim = ts.simulate(prog, **arrays)["C"]
     emu = emulate_program(prog, arrays)["C"]
@@ -95,17 +99,20 @@ def test_missing_barrier_is_a_race_and_changes_the_result(target: str) -> None:
 @pytest.mark.compiler
 @pytest.mark.parametrize(("target", "wait"), [("gfx1201", "s_wait_loadcnt"), ("gfx1201", "s_wait_kmcnt"),
                                               ("gfx1100", "s_waitcnt vmcnt"), ("gfx942", "s_waitcnt vmcnt"),
-                                              ("gfx942", "s_waitcnt lgkmcnt")])
+                                              ("gfx942", "s_waitcnt lgkmcnt"), ("gfx90a", "s_waitcnt vmcnt"),
+                                              ("gfx90a", "s_waitcnt lgkmcnt"), ("gfx1100:64", "s_waitcnt vmcnt"),
+                                              ("gfx1201:64", "s_wait_loadcnt")])
 def test_a_deleted_wait_is_reported_as_a_hazard(target: str, wait: str) -> None:
     """Loads complete at once in the emulator, so the answer stays right; the hazard tracker still
     sees a register used while its load was in flight and names the line and register."""
     from tilesim.codegen.hip import emit_hip
     from tilesim.hw.offline import compile_hip
 
-    mma = {"gfx942": "v_mfma_f32_16x16x16f16"}.get(target, "v_wmma_f32_16x16x16_f16")
-    prog = gemm.specialize(target=target, M=32, N=32, K=32, mma=mma)
+    target, _, wave = target.partition(":")  # TARGET:64 is RDNA in wave64
+    mma = {"gfx942": "v_mfma_f32_16x16x16f16", "gfx90a": "v_mfma_f32_16x16x16f16"}.get(target, "v_wmma_f32_16x16x16_f16")
+    prog = gemm.specialize(target=target, wave_size=int(wave or 0) or None, M=32, N=32, K=32, mma=mma)
     em = emit_hip(prog)
-    isa = compile_hip(em.source, target).isa
+    isa = compile_hip(em.source, target, wave_size=prog.wave_size).isa
     arrays = inputs(prog)
     args = [("A", arrays["A"]), ("B", arrays["B"]), ("C", np.zeros((32, 32), np.float32))]
     clean = emulate(isa, target, em.kernel, grid=em.grid, block=em.block, args=args)
@@ -117,3 +124,27 @@ def test_a_deleted_wait_is_reported_as_a_hazard(target: str, wait: str) -> None:
     res = emulate(broken, target, em.kernel, grid=em.grid, block=em.block, args=args)
     assert res.hazards and "may be in flight" in res.hazards[0]
     np.testing.assert_array_equal(res.buffers["C"], clean.buffers["C"])
+
+
+# where each plant must show, judged against numpy's float64 product: A's lanes 9 and 10 hold rows 9 and 10
+# of each 16-row tile (every 16x16 instruction here), lane 5's accumulator holds column 5 of each tile
+WRONG_AT = {"a_lane_off": (0, {9, 10, 25, 26}), "c_rows_lane5": (1, {5, 21})}
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize(("target", "mma", "wave"), CASES[3:], ids=[f"{t}-w{w}" for t, _, w in CASES[3:]])
+@pytest.mark.parametrize("plant", list(WRONG_AT))
+def test_planted_bug_is_emulated_mismatch_at_the_planted_lanes(target: str, mma: str, wave: int, plant: str) -> None:
+    from tilesim.diff import run as verdict
+
+    op, kind, kw = PLANTS[plant]
+    prog = gemm.specialize(target=target, wave_size=wave, M=32, N=32, K=32, mma=mma,
+                           **{kw: _mutated(mma, target, op, kind, wave)})
+    arrays = inputs(prog)
+    ref = arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)
+    v = verdict(prog, device="emulator", reference={"C": ref}, **arrays)
+    assert v.status == "EMULATED_MISMATCH" and v.exit_status == 1, str(v)
+    axis, where = WRONG_AT[plant]
+    wrong = ~np.isclose(v.device["C"], ref, rtol=1e-2, atol=1e-2)
+    assert set(np.nonzero(wrong)[axis].tolist()) == where
+    assert v.blame

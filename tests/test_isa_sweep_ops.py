@@ -180,7 +180,8 @@ def test_whole_sweep_matches_except_the_known_mismatch() -> None:
     bad = []
     for name, sizes, prog, mod in sweep.cases():
         if prog is None:
-            bad.append((name, sizes, mod))
+            if not str(mod).startswith(sweep.TWIN_SKIPPED):  # a wave64 / gfx90a twin a program has not: skipped
+                bad.append((name, sizes, mod))
             continue
         r = sweep.outcome(name, prog, mod)
         mismatch_ok = sizes == {"signed": False} and (name, prog.target) in EXPECTED_MISMATCH

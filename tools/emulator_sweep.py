@@ -47,6 +47,11 @@ VARIANTS = {
 }
 
 
+# gfx90a's own spelling of a gfx942 MFMA the examples pick (the CDNA3 i8 forms doubled K; the catalog has both)
+CDNA2_MMA = {"v_mfma_i32_32x32x16_i8": "v_mfma_i32_32x32x8i8", "v_mfma_i32_16x16x32_i8": "v_mfma_i32_16x16x16i8"}
+TWIN_SKIPPED = "no twin: "  # a SKIPPED row's reason when a program has no wave64 / gfx90a form
+
+
 def _examples() -> list[str]:
     return sorted(p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 
@@ -84,10 +89,13 @@ def _twin(name: str, sizes: dict, prog: object, module: object, target: str, wav
     from tilesim.errors import TilesimError
 
     o = prog.origin
+    opts = dict(o.options)
+    if target == "gfx90a" and opts.get("mma") in CDNA2_MMA:
+        opts["mma"] = CDNA2_MMA[opts["mma"]]
     try:
-        return name, sizes, o.kernel.specialize(target=target, wave_size=wave, **dict(o.sizes), **dict(o.options)), module
+        return name, sizes, o.kernel.specialize(target=target, wave_size=wave, **dict(o.sizes), **opts), module
     except (TilesimError, ValueError) as e:  # e.g. a layout written for 32 lanes, an MFMA gfx90a lacks
-        return name, sizes, None, f"{target} wave{wave}: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        return name, sizes, None, f"{TWIN_SKIPPED}{target} wave{wave}: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
 
 
 def outcome(name: str, prog: object, module: object) -> dict:

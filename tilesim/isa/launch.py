@@ -193,7 +193,8 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
         if k.desc(f"system_sgpr_workgroup_id_{key}", 1 if key == "x" else 0):
             st.s[nxt] = wid[:, axis]
             nxt += 1
-    if k.desc("enable_private_segment", 0) and not architected:
+    scratch = k.desc("enable_private_segment", 0) or k.desc("system_sgpr_private_segment_wavefront_offset", 0)
+    if scratch and not architected:  # gfx90a spells it the wavefront-offset system SGPR (buffer_* scratch)
         raise IsaError(f"kernel {k.name} ({k.target}): scratch without architected flat scratch is not modelled")
     if architected:
         st.s[108 + 9] = wid[:, 0]
