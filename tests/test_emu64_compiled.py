@@ -124,3 +124,18 @@ def test_gfx90a_scratch_is_refused() -> None:
     with pytest.raises(IsaError, match="scratch without architected flat scratch"):
         emulate(comp, "gfx90a", "spill", block=64,
                 args=[("x", np.arange(64, dtype=np.int32)), ("y", np.zeros(64, np.int32))])
+
+
+@pytest.mark.parametrize(("target", "mma"), [("gfx1100", "v_wmma_f32_16x16x16_f16"), ("gfx90a", "v_mfma_f32_16x16x16f16")])
+def test_the_layout_audit_traces_wave64_rdna_and_gfx90a(target: str, mma: str) -> None:
+    from tests.test_isa_planted import _mutated
+    from tilesim.isa import audit_program
+
+    good = gemm.specialize(target=target, wave_size=64, M=32, N=32, K=32, mma=mma)
+    assert audit_program(good).ok
+    bad = gemm.specialize(target=target, wave_size=64, M=32, N=32, K=32, mma=mma,
+                          a_layout=_mutated(mma, target, "A", "lane_off", 64))  # A's lanes 9 and 10 swapped
+    rep = audit_program(bad)
+    assert not rep.ok and rep.findings
+    lanes = {int(m) for f in rep.findings for m in re.findall(r"lane (\d+), A", f.text)}
+    assert 9 in lanes and lanes <= {9, 10}  # the finding names the planted lanes, no other

@@ -34,8 +34,9 @@ from tilesim.targets import get_target
 
 __all__ = ["run_kernel", "execute", "Launch", "SUPPORTED_FAMILIES", "prepare"]
 
-# The target families the emulator models, each in its default wave size (wave32 RDNA, wave64 CDNA) with
-# the target's limits; gfx12 (its ISA generation, tilesim.targets) has the architected workgroup-id SGPRs.
+# The target families the emulator models, in every wave size the target has (RDNA wave32 and wave64, CDNA
+# wave64; what differs is in tilesim.isa.variants) with the target's limits; gfx12 (its ISA generation,
+# tilesim.targets) has the architected workgroup-id SGPRs.
 SUPPORTED_FAMILIES = ("rdna3", "rdna4", "cdna2", "cdna3", "cdna4")
 
 _DESC_OK = {  # descriptor fields and the values the emulator models
@@ -152,7 +153,7 @@ def run_kernel(k: Kernel, launch: Launch, heap: Heap, kernarg_addr: int, *, max_
     architected = t.isa == "gfx12"  # workgroup ids also in TTMP7/TTMP9
     wave = 32 if k.desc("wavefront_size32", 0) else 64
     if wave not in t.wave_sizes:
-        raise IsaError(f"{k.target} wave{wave} is not modelled (modelled: wave{t.default_wave})")
+        raise IsaError(f"{k.target} has no wave{wave} (wave sizes: {', '.join(map(str, t.wave_sizes))})")
     _check_descriptor(k, wave)
     _split_signal_wait(k)
     gx, gy, gz = launch.grid
