@@ -236,7 +236,10 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
             for wave in w:
                 a_img = st.v[a0: a0 + nregs["A"], wave].T
                 k_img = st.v[k0: k0 + nregs["K"], wave].T
-                out.append(unpack(row, "A", a_img, wave_size=ctx.wave, k_regs=k_img, **lay_mods).values)
+                try:  # an index code outside the 2:4 format: refused, never given a meaning (matrix/sparse.py)
+                    out.append(unpack(row, "A", a_img, wave_size=ctx.wave, k_regs=k_img, **lay_mods).values)
+                except TilesimError as e:
+                    raise ctx.err(ins, f"wave {int(wave)}: {e}") from None
             return np.asarray(out, np.float64 if ta.kind not in ("int", "uint") else np.int64)
         rec, flat, primary, shape, _ = plans[op]
         src = regs[op]

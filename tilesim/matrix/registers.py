@@ -25,6 +25,7 @@ from tilesim.matrix.dtypes import DType, decode, dtype, encode
 from tilesim.matrix.geometry import FormatGeometry
 from tilesim.matrix.instruction import MatrixInstruction
 from tilesim.matrix.numerics import execute_logical
+from tilesim.matrix.sparse import OUTSIDE_FORMAT, outside_format
 
 __all__ = ["pack", "unpack", "execute_registers", "compress_sparse", "Unpacked"]
 
@@ -160,6 +161,12 @@ def unpack(ins: MatrixInstruction, op: str, regs: np.ndarray, *, wave_size: int 
         kf = _bit_fields(np.asarray(k_regs, np.uint32), krec[:, 4], krec[:, 3], krec[:, 5], 4)
         idx = np.zeros(shape, np.int64)
         idx[krec[:, 0], krec[:, 1], krec[:, 2]] = kf.astype(np.int64)
+        bad = outside_format(kf)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ModifierError(f"{ins.mnemonic}: index code {int(kf[i]):#06b} of A row {int(krec[i, 1])}, group "
+                                f"{int(krec[i, 2])} (lane {int(krec[i, 4])}, {int(bad.sum())} such codes): "
+                                + OUTSIDE_FORMAT)
         t = dtype(ins.types[0])
         half = t.reg_bits
         first = (c % 4) == 0

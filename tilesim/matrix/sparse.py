@@ -36,7 +36,12 @@ from tilesim.layouts.layout import Layout
 from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.instruction import MatrixInstruction
 
-__all__ = ["values_layout", "meta_layout", "compress", "decompress", "meta_codes"]
+__all__ = ["values_layout", "meta_layout", "compress", "decompress", "meta_codes", "outside_format",
+           "OUTSIDE_FORMAT"]
+
+# what tilesim says of a code the format does not have (it adds no meaning of its own to it)
+OUTSIDE_FORMAT = ("the 2:4 format keeps positions idx0 < idx1 (6 of the 16 codes); no source states what the "
+                  "instruction reads for another code, so tilesim does not guess it")
 
 
 def _sparse(row: MatrixInstruction) -> None:
@@ -123,11 +128,19 @@ def meta_codes(meta: np.ndarray) -> np.ndarray:
     return np.stack([m & 15, m >> 4], -1).reshape(*m.shape[:-1], -1)
 
 
+def outside_format(codes: np.ndarray) -> np.ndarray:
+    """bool mask of the 4-bit group codes (:func:`meta_codes`) that are not ``idx0 | idx1 << 2`` with
+    ``idx0 < idx1`` (:data:`OUTSIDE_FORMAT`); a metadata byte never written is two such codes (0)."""
+    c = np.asarray(codes, np.int64)
+    return (c & 3) >= ((c >> 2) & 3)
+
+
 def decompress(values: np.ndarray, meta: np.ndarray) -> np.ndarray:
     """Compressed ``(..., K/2)`` + metadata ``(..., K/8)`` -> the dense ``(..., K)`` the instruction multiplies.
 
-    Kept element ``p`` of group ``g`` multiplies B row ``4g + idx_p``; the hardware reads every
-    code, so two equal positions add both values into one k (``np.add.at``), as the products do.
+    Kept element ``p`` of group ``g`` multiplies B row ``4g + idx_p``. A code outside the format
+    (:func:`outside_format`) has no stated meaning: the simulator reports it (the verdict fails) and
+    the ISA emulator refuses it; here two equal positions add both values into one k (``np.add.at``).
     """
     v = np.asarray(values, np.float64)
     codes = meta_codes(meta)

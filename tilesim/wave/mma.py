@@ -33,6 +33,7 @@ from tilesim.matrix.dtypes import decode, dtype
 from tilesim.matrix.instruction import SCALE_FORMAT_MODIFIERS, MatrixInstruction
 from tilesim.matrix.numerics import apply_negation, check_neg, dot_exact, format_types, quantize, signed_types
 from tilesim.matrix.scale import decode_scale
+from tilesim.matrix.sparse import OUTSIDE_FORMAT, meta_codes, outside_format
 from tilesim.wave.codec import Codec, codec
 from tilesim.wave.images import TileImage, WindowImage
 from tilesim.wave.kernels import batched_dot, mma_step
@@ -127,6 +128,17 @@ def _note_bad(sim: MmaHost, spec: _Spec, bad_count: dict[str, int], first_bad: d
                       f"({sim._where(g)}); the hardware may read any copy")
 
 
+def _note_index(sim: MmaHost, row: MatrixInstruction, index: np.ndarray, g0: int) -> None:
+    """Count the sparse index codes outside the 2:4 format (no stated meaning: tilesim.matrix.sparse)."""
+    bad = outside_format(meta_codes(np.asarray(index, np.int64)))
+    if bad.any():
+        sim.rep.sparse_index_count += int(bad.sum())
+        g, i, grp = (int(x) for x in np.argwhere(bad)[0])
+        code = int(meta_codes(np.asarray(index, np.int64))[g, i, grp])
+        sim._note(sim.rep.sparse_index, f"{row.mnemonic} index of A row {i}, group {grp}: code {code:#06b} "
+                  f"({sim._where(g0 + g)}); " + OUTSIDE_FORMAT)
+
+
 def _count(name: str, bad: np.ndarray, g0: int, bad_count: dict[str, int],
            first_bad: dict[str, tuple[int, int, int]]) -> None:
     if bad.any():
@@ -219,6 +231,8 @@ def run_mma(sim: MmaHost, op: Any) -> None:
             tile, bad = hw.tile(regs)
             _count(name, bad, g0, bad_count, first_bad)
             tiles[name] = tile
+        if row.sparse:
+            _note_index(sim, row, tiles["index"], g0)
         tiles = dense_operands(row, tiles)
         if spec.neg or spec.neg_hi:
             A, B, C = apply_negation(row, tiles["A"], tiles["B"], tiles["C"], spec.neg, spec.neg_hi)

@@ -31,6 +31,8 @@ class Report:
     replication_count: int = 0
     uninit: list[str] = field(default_factory=list)  # LDS reads of bytes no store wrote (tilesim/wave/lds.py)
     uninit_count: int = 0
+    sparse_index: list[str] = field(default_factory=list)  # index codes outside the 2:4 format (matrix/sparse.py)
+    sparse_index_count: int = 0
     global_transactions: int = 0
     global_ideal_transactions: int = 0
     lds_bytes: int = 0
@@ -46,13 +48,14 @@ class Report:
                 "races": self.race_count, "out_of_bounds_lanes": self.oob_count,
                 "replication_violations": self.replication_count,
                 "global_transactions": self.global_transactions, "coalescing": round(self.coalescing, 3),
-                **({"unwritten_lds_reads": self.uninit_count} if self.uninit_count else {})}
+                **({"unwritten_lds_reads": self.uninit_count} if self.uninit_count else {}),
+                **({"sparse_index_outside_format": self.sparse_index_count} if self.sparse_index_count else {})}
 
     def __str__(self) -> str:
         s = self.summary()
         lines = [f"  {k}: {v}" for k, v in s.items()]
         for title, items in (("races", self.races), ("out of bounds", self.oob), ("replication", self.replication),
-                             ("unwritten LDS", self.uninit)):
+                             ("unwritten LDS", self.uninit), ("sparse index", self.sparse_index)):
             lines += [f"  {title}: {x}" for x in items[:5]]
         return "\n".join(lines)
 

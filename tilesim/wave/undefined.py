@@ -40,6 +40,9 @@ def undefined(res: SimResult, *, races: bool = True, unwritten_outputs: bool = T
     if rep.uninit_count:
         out.append(f"simulation: {rep.uninit_count} LDS element read(s) of bytes no store wrote (the LDS holds "
                    f"whatever it held before): {rep.uninit[0] if rep.uninit else '?'}")
+    if rep.sparse_index_count:
+        out.append(f"simulation: {rep.sparse_index_count} sparse index code(s) outside the 2:4 format: "
+                   f"{rep.sparse_index[0] if rep.sparse_index else '?'}")
     if rep.replication_count:
         first = rep.replication[0] if rep.replication else "?"
         out.append(f"simulation: {rep.replication_count} replicated operand element(s) whose copies differ: {first}")
