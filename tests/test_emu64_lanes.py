@@ -190,3 +190,30 @@ def test_gfx940_only_instructions_raise_on_gfx90a() -> None:
         run("gfx90a", body)
     with pytest.raises(IsaError, match="gfx940\\+ instruction"):
         run("gfx90a", "\tv_mov_b64_e32 v[0:1], v[2:3]")
+
+
+@pytest.mark.parametrize(("target", "wave", "spell"), [("gfx1100", 64, "ds_load_{}_d16{}"), ("gfx1201", 32, "ds_load_{}_d16{}"),
+                                                       ("gfx90a", 64, "ds_read_{}_d16{}")])
+def test_d16_lds_loads_write_one_half_and_keep_the_other(target: str, wave: int, spell: str) -> None:
+    """RDNA3 ISA DS_LOAD_U16_D16[_HI] / U8 / I8 (gfx9: DS_READ_*): the loaded 16 bits (a byte zero- or
+    sign-extended to 16) go to the low (high) half of the VGPR; the other half keeps its bits."""
+    data = RNG.integers(0, 256, 4 * wave, dtype=np.uint64).astype(np.uint8)
+    data[1::4] |= 0x80  # negative bytes for the i8 forms
+    words = data.view("<u4").astype(np.uint64)
+    old = RNG.integers(0, 2**32, wave, dtype=np.uint64)
+    addr = np.arange(wave, dtype=np.uint64) * 4
+    forms = [("u16", "_hi", 3), ("u16", "", 4), ("u8", "_hi", 5), ("i8", "", 6), ("i8", "_hi", 7)]
+    body = f"\tds_store_b32 v0, v1\n" if spell.startswith("ds_load") else "\tds_write_b32 v0, v1\n"
+    body += "\ts_waitcnt lgkmcnt(0)\n" if target.startswith("gfx9") or target == "gfx1100" else "\ts_wait_dscnt 0\n"
+    # the byte forms read the address's second byte (offset:1), the one made negative above
+    body += "".join(f"\t{spell.format(t, hi)} v{r}, v0{' offset:1' if t != 'u16' else ''}\n" for t, hi, r in forms)
+    st = run(target, body, {0: addr, 1: words, **{r: old for *_, r in forms}}, lds=4 * wave, wave=wave)
+    u16 = [int(w) & 0xFFFF for w in words]
+    b1 = [(int(w) >> 8) & 0xFF for w in words]
+    s16 = [(b - 256 if b >= 128 else b) & 0xFFFF for b in b1]
+    o = [int(x) for x in old]
+    assert [int(x) for x in st.v[3][0]] == [(v << 16) | (p & 0xFFFF) for v, p in zip(u16, o)]
+    assert [int(x) for x in st.v[4][0]] == [(p & 0xFFFF0000) | v for v, p in zip(u16, o)]
+    assert [int(x) for x in st.v[5][0]] == [(v << 16) | (p & 0xFFFF) for v, p in zip(b1, o)]
+    assert [int(x) for x in st.v[6][0]] == [(p & 0xFFFF0000) | v for v, p in zip(s16, o)]
+    assert [int(x) for x in st.v[7][0]] == [(v << 16) | (p & 0xFFFF) for v, p in zip(s16, o)]
