@@ -32,6 +32,11 @@ extern "C" __attribute__((global)) void branchy(const float* x, float* y, unsign
   if (v > 0.5f) y[i + 128] = x[63 - (i & 63)];         // a divergent branch around a load
   m[i] = __builtin_amdgcn_ballot_w64(v > 0.5f);         // a compare into an SGPR pair, stored
 }
+extern "C" __attribute__((global)) void lanes(const float* x, unsigned* y, unsigned* c) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  y[i] = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));  // the lane, as HIP's __lane_id()
+  c[i] = __builtin_popcountll(__builtin_amdgcn_ballot_w64(x[i] > 0.0f));
+}
 extern "C" __attribute__((global)) void shuffle(const int* x, int* y, const int* idx) {
   int i = __builtin_amdgcn_workitem_id_x();
   y[i] = __builtin_amdgcn_ds_bpermute(idx[i] * 4, x[i]);
@@ -139,3 +144,14 @@ def test_the_layout_audit_traces_wave64_rdna_and_gfx90a(target: str, mma: str) -
     assert not rep.ok and rep.findings
     lanes = {int(m) for f in rep.findings for m in re.findall(r"lane (\d+), A", f.text)}
     assert 9 in lanes and lanes <= {9, 10}  # the finding names the planted lanes, no other
+
+
+@pytest.mark.parametrize("target", ["gfx1100", "gfx1201", "gfx90a"])
+def test_lane_ids_and_ballot_counts_in_wave64(target: str) -> None:
+    comp = compile_hip(BRANCHY, target, wave_size=64)
+    x = np.random.default_rng(2).standard_normal(128).astype(np.float32)
+    out = emulate(comp, target, "lanes", grid=1, block=128,
+                  args=[("x", x), ("y", np.zeros(128, np.uint32)), ("c", np.zeros(128, np.uint32))])
+    np.testing.assert_array_equal(out.buffers["y"], np.arange(128) % 64)
+    per_wave = [(x[64 * w:64 * w + 64] > 0).sum() for w in (0, 1)]
+    np.testing.assert_array_equal(out.buffers["c"], np.repeat(per_wave, 64))

@@ -217,3 +217,28 @@ def test_d16_lds_loads_write_one_half_and_keep_the_other(target: str, wave: int,
     assert [int(x) for x in st.v[5][0]] == [(v << 16) | (p & 0xFFFF) for v, p in zip(b1, o)]
     assert [int(x) for x in st.v[6][0]] == [(p & 0xFFFF0000) | v for v, p in zip(s16, o)]
     assert [int(x) for x in st.v[7][0]] == [(v << 16) | (p & 0xFFFF) for v, p in zip(s16, o)]
+
+
+@pytest.mark.parametrize(("target", "wave"), [("gfx1100", 64), ("gfx1201", 64), ("gfx1201", 32), ("gfx90a", 64)])
+def test_mbcnt_counts_the_mask_bits_below_each_lane(target: str, wave: int) -> None:
+    """ISA pseudo-code: ThreadMask = (1 << lane) - 1; lo: D = S1 + popcount(S0 & ThreadMask[31:0]),
+    hi: D = S1 + popcount(S0 & ThreadMask[63:32]) — lo(-1, 0) then hi(-1, that) is each lane's index."""
+    mask = 0xDEAD_BEEF_0F0F_F0F1
+    body = (f"\tv_mbcnt_lo_u32_b32 v1, -1, 0\n\tv_mbcnt_hi_u32_b32 v2, -1, v1\n"
+            f"\tv_mbcnt_lo_u32_b32 v3, s4, 5\n\tv_mbcnt_hi_u32_b32 v4, s5, v3\n")
+    st = run(target, body, s={4: mask & 0xFFFFFFFF, 5: mask >> 32}, wave=wave)
+    lanes = list(range(wave))
+    assert [int(x) for x in st.v[2][0]] == lanes
+    assert [int(x) for x in st.v[1][0]] == [min(n, 32) for n in lanes]
+    below = [sum((mask >> j) & 1 for j in range(n)) for n in lanes]  # bit by bit, the lanes below n
+    assert [int(x) for x in st.v[4][0]] == [5 + b for b in below]
+
+
+@pytest.mark.parametrize(("target", "wave"), [("gfx1100", 64), ("gfx90a", 64), ("gfx1201", 32)])
+def test_bcnt1_counts_a_ballot_and_sets_scc(target: str, wave: int) -> None:
+    mask = 0x8000_0001_0000_00F0 if wave == 64 else 0x0001_00F0
+    form = "s_bcnt1_i32_b64 s6, s[4:5]" if wave == 64 else "s_bcnt1_i32_b32 s6, s4"
+    st = run(target, f"\t{form}\n\ts_cselect_b32 s7, 1, 2", s={4: mask & 0xFFFFFFFF, 5: mask >> 32}, wave=wave)
+    assert int(st.s[6][0]) == bin(mask).count("1") and int(st.s[7][0]) == 1
+    st = run(target, f"\t{form}\n\ts_cselect_b32 s7, 1, 2", s={4: 0, 5: 0}, wave=wave)
+    assert int(st.s[6][0]) == 0 and int(st.s[7][0]) == 2

@@ -187,6 +187,17 @@ def compile_salu(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], No
         return unary(lambda a: ~a, lambda r: r != 0)
     if m == "s_brev_b32":  # D.u[31:0] = S0.u[0:31] (bit reverse; no SCC)
         return unary(_brev32, None)
+    if m in ("s_bcnt1_i32_b32", "s_bcnt1_i32_b64"):  # D.i32 = CountOneBits(S0); SCC = D != 0 (counting a ballot)
+        from tilesim.isa.variants import popcount
+
+        di, dn = _sdst(ops[0], 32, ctx, ins)
+        src = _ssrc(ops[1], 64 if m.endswith("64") else 32, ctx, ins, st)
+
+        def run_bcnt(sel: np.ndarray) -> None:
+            r = popcount(src())
+            st.scc = np.where(sel, r != 0, st.scc)
+            st.write_s(di, dn, r, sel)
+        return run_bcnt
     if m in ("s_cselect_b32", "s_cselect_b64"):
         di, dn = _sdst(ops[0], bits, ctx, ins)
         a, b = _ssrc(ops[1], bits, ctx, ins, st), _ssrc(ops[2], bits, ctx, ins, st)

@@ -27,7 +27,7 @@ from tilesim.isa.valu_ops import KIND_BITS as _BITS
 from tilesim.isa.valu_ops import KIND_DT as _KIND_DT
 from tilesim.isa.valu_ops import VALU_OPS, fma_f32
 from tilesim.isa.valu_ops import WIDE as _WIDE
-from tilesim.isa.variants import compile_pk_mov
+from tilesim.isa.variants import VARIANT_OPS
 from tilesim.targets import get_target
 
 __all__ = ["compile_valu", "VALU_OPS", "fma_f32"]
@@ -184,8 +184,8 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
     dpp = _Dpp(ins, ctx, st) if ins.mnemonic.endswith("_dpp") else None
     if m == "v_bitop3_b32" and dpp is None and not dual:
         return _bitop3(ins, ctx, st)
-    if m == "v_pk_mov_b32" and dpp is None:
-        return compile_pk_mov(ins, ctx, st)
+    if m in VARIANT_OPS and dpp is None:  # tilesim.isa.variants: v_pk_mov_b32, v_mbcnt_*
+        return VARIANT_OPS[m](ins, ctx, st)
     if dpp is None:
         if m not in ("v_permlane16_b32", "v_permlanex16_b32"):  # permlane checks its own op_sel
             _no_mods(ins, ctx)

@@ -13,6 +13,9 @@ the few rules that depend on the family or on the wave size beyond that:
   wave64, which ACO emulates with extra code). A lane whose source (bpermute) or destination
   (permute) lies in its own half is modelled; one that crosses halves raises — what the hardware
   gives there is not documented in what this project could read.
+* ``v_mbcnt_lo_u32_b32`` / ``v_mbcnt_hi_u32_b32`` (how code finds its lane in a wave64): ``D = S1 +
+  popcount(S0 & ThreadMask[31:0])`` (``[63:32]`` for hi), ``ThreadMask = (1 << lane) - 1`` — the
+  ISA guides' pseudo-code, the same on every family.
 * ``v_pk_mov_b32`` (gfx90a+: a 64-bit move of two dwords picked by ``op_sel``): ``D[31:0] =
   S0.dword[op_sel[0]]``, ``D[63:32] = S1.dword[op_sel[1]]`` — the CDNA3 ISA guide's pseudo-code,
   and what clang relies on when it copies ``s[2:3]`` with ``v_pk_mov_b32 v[a:b], s[2:3], s[2:3]
@@ -29,7 +32,7 @@ from tilesim.isa.asm import Imm, Instr, Reg
 from tilesim.isa.state import Ctx, Machine
 from tilesim.targets import get_target
 
-__all__ = ["check_variant", "permute_halves", "compile_pk_mov"]
+__all__ = ["check_variant", "permute_halves", "popcount", "VARIANT_OPS"]
 
 # gfx940+ instructions the emulator models that gfx90a lacks
 _GFX940_ONLY = ("v_lshl_add_u64", "v_mov_b64", "v_bitop3_b32", "v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32",
@@ -114,3 +117,47 @@ def _dword(op: object, k: int, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[]
         return lambda: st.s[i][:, None]
     b = st.vbase(op) + k
     return lambda: st.v[b]
+
+
+def popcount(x: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64 (numpy>=1.24 has no bitwise_count)."""
+    b = np.ascontiguousarray(np.asarray(x, np.uint64).astype("<u8")).view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(b, axis=1).sum(axis=1).astype(np.uint64).reshape(np.shape(x))
+
+
+def _u32(op: object, ctx: Ctx, ins: Instr, st: Machine) -> Callable[[], np.ndarray]:
+    """A plain 32-bit integer source (constant, SGPR or VGPR) as uint64 broadcastable to [waves, lanes]."""
+    if isinstance(op, Imm) and not isinstance(op.value, float) and not (op.neg or op.abs):
+        c = np.uint64(op.value & 0xFFFFFFFF)
+        return lambda: c
+    if isinstance(op, Reg) and op.count == 1 and not (op.neg or op.abs or op.half):
+        if op.file == "s":
+            return lambda: st.read_s(op.index, 1).astype(np.uint64)[:, None]
+        if op.file in ("v", "a"):
+            b = st.vbase(op)
+            return lambda: st.v[b].astype(np.uint64)
+    raise ctx.err(ins, f"source {op!r} must be a 32-bit integer register or constant")
+
+
+def compile_mbcnt(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
+    """``v_mbcnt_lo_u32_b32`` / ``v_mbcnt_hi_u32_b32 vD, S0, S1`` (see the module docstring)."""
+    if ins.mods or len(ins.operands) != 3:
+        raise ctx.err(ins, "expected vD, S0, S1 and no modifiers")
+    d, s0, s1 = ins.operands
+    if not (isinstance(d, Reg) and d.file == "v" and d.count == 1 and not (d.neg or d.abs or d.half)):
+        raise ctx.err(ins, "the destination must be one VGPR")
+    db = st.vbase(d)
+    mask, add = _u32(s0, ctx, ins, st), _u32(s1, ctx, ins, st)
+    lane = np.arange(ctx.wave, dtype=np.uint64)
+    below = (np.uint64(1) << lane) - np.uint64(1)  # ThreadMask: the lanes below this one (lane < 64)
+    part = (below >> np.uint64(32)) if "_hi_" in ins.mnemonic else (below & np.uint64(0xFFFFFFFF))
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        m = np.broadcast_to(mask(), act.shape) & part[None, :]
+        r = ((popcount(m) + add()) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        return lambda: st.v.__setitem__(db, np.where(act, r, st.v[db]))
+    return run
+
+
+# VALU mnemonics (their base names) compiled here rather than in tilesim.isa.valu
+VARIANT_OPS = {"v_pk_mov_b32": compile_pk_mov, "v_mbcnt_lo_u32_b32": compile_mbcnt, "v_mbcnt_hi_u32_b32": compile_mbcnt}
