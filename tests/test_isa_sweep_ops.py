@@ -145,6 +145,10 @@ SLICE = [  # (example, programs() arguments, target): each was refused before th
     ("mxfp4_gemm", {}, "gfx950"),  # v_lshrrev_b16, SDWA dst_sel:WORD_1
     ("softmax", {"M": 64, "N": 96}, "gfx942"),  # v_accvgpr_write_b32 (register pressure)
     ("gemm", {"M": 32, "N": 32, "K": 32}, "gfx1100"),
+    # the sweep's twins: RDNA4 in wave64 (ds_load_u16_d16_hi) and a gfx942 program on gfx90a; and gfx90a's
+    # own programs (v_pk_mov_b32, the private-segment-buffer user SGPRs)
+    ("lds_gemm", {}, "gfx1201:64"), ("gemm", {"M": 32, "N": 32, "K": 32}, "gfx942>gfx90a"),
+    ("batched_small_gemm", {}, "gfx90a"),
 ]
 
 
@@ -157,8 +161,12 @@ def test_sweep_slice_emulates_to_a_match(example: str, sizes: dict, target: str)
     finally:
         sys.path.pop(0)
     mod = importlib.import_module(f"examples.{example}")
+    target, _, wave = target.partition(":")  # TARGET:64: the program's wave64 twin
+    target, _, twin = target.partition(">")  # A>B: target A's program re-specialised for B
     progs = [p for p in mod.programs(**sizes) if p.target == target]
     assert progs
+    if wave or twin:
+        progs = [sweep._twin(example, sizes, progs[0], mod, twin or target, int(wave or 64))[2]]
     for p in progs[:1]:
         r = sweep.outcome(example, p, mod)
         assert r["status"] == "EMULATED_MATCH", r["reason"]
