@@ -5,7 +5,8 @@ Nothing about an operand's placement is written here: the row from
 wave_size=…, cbsz/abid/blgp/opsel)``) whose location records — (block, row, col, vgpr, lane,
 bit_lo, bit_hi) — gather each operand matrix out of the registers of every selected wave and
 scatter D back. Replicated elements (RDNA3 A/B in lanes 16-31) are read from their lowest lane, as
-the tile simulator reads them; copies that disagree are recorded in the emulation notes.
+the tile simulator reads them; copies that disagree are recorded in the emulation notes (a failed
+run: `emulate` exits 1, the verdict is EMULATED_MISMATCH).
 
 gfx950 ``v_mfma_[scale_]f32_*_f8f6f4``: CBSZ/BLGP pick A's and B's formats (and so their layouts and
 tuple sizes, 8/6/4 VGPRs); the scale form's fifth and sixth operands are the SA/SB scale VGPRs, whose
@@ -256,7 +257,8 @@ def compile_matrix(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], 
         if bad.any() and len(notes) < 64:
             i = int(np.flatnonzero(bad)[0])
             notes.append(f"line {ins.line} {row.mnemonic}: copies of {op}[{rec[i, 1]}][{rec[i, 2]}] differ "
-                         f"(lane {rec[i, 4]} vs lane {rec[primary[flat[i]], 4]}); the lowest lane's copy was used")
+                         f"(lane {rec[i, 4]} vs lane {rec[primary[flat[i]], 4]}); which copy the hardware reads is "
+                         "unknown: the lowest lane's was used, and the run fails")
         return decode(pf, t).astype(np.float64 if t.kind not in ("int", "uint") else np.int64).reshape(w.size, *shape)
 
     def _scale_bits(op: str, w: np.ndarray) -> np.ndarray:
