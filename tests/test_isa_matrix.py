@@ -201,29 +201,29 @@ def test_sparse_instruction_reads_values_and_indices_where_the_calculator_says(a
     np.testing.assert_array_equal(got, want, err_msg=f"{name} on {target}, index set {iset}")
 
 
-MODDED = [(key.split("|")[0], key.split("|")[1], dict(kv.split("=") for kv in key.split("|")[3:]))
-          for key in _golden("cdna3")[1] if key.split("|")[1] in "AB"
+MODDED = [(arch, key.split("|")[0], key.split("|")[1], dict(kv.split("=") for kv in key.split("|")[3:]))
+          for arch in ("cdna3", "cdna2") for key in _golden(arch)[1] if key.split("|")[1] in "AB"
           and not key.endswith("cbsz=0|abid=0|blgp=0|opsel=0")
-          and not _details()["cdna3"]["instructions"][key.split("|")[0]]["sparse"]]
+          and not _details()[arch]["instructions"][key.split("|")[0]]["sparse"]]
 
 
 _FIRST = {}
-for _n, _o, _m in MODDED:
-    _FIRST.setdefault((_n, _o), tuple(_m.items()))
+for _a, _n, _o, _m in MODDED:
+    _FIRST.setdefault((_a, _n, _o), tuple(_m.items()))
 # one modifier variant per instruction and operand in the default run; every variant with --full
-MODDED_CASES = [pytest.param(n, o, m, marks=() if _FIRST[(n, o)] == tuple(m.items()) else pytest.mark.slow,
-                             id=f"{n}:{o}:" + ",".join(f"{k}{v}" for k, v in m.items() if v != "0"))
-                for n, o, m in MODDED]
+MODDED_CASES = [pytest.param(a, n, o, m, marks=() if _FIRST[(a, n, o)] == tuple(m.items()) else pytest.mark.slow,
+                             id=f"{a}:{n}:{o}:" + ",".join(f"{k}{v}" for k, v in m.items() if v != "0"))
+                for a, n, o, m in MODDED]
 
 
-@pytest.mark.parametrize(("name", "op", "mods"), MODDED_CASES)
-def test_mfma_broadcast_and_lane_pattern_read_where_the_calculator_says(name: str, op: str, mods: dict) -> None:
+@pytest.mark.parametrize(("arch", "name", "op", "mods"), MODDED_CASES)
+def test_mfma_broadcast_and_lane_pattern_read_where_the_calculator_says(arch: str, name: str, op: str, mods: dict) -> None:
     """CBSZ/ABID (A broadcast between blocks) and BLGP (B lane patterns): registers hold random small
     values; the calculator's records under the modifier say which register each logical element is
     read from, so the expected product is built by reading the registers through them."""
-    target, wave = "gfx942", 64
+    target, wave = {"cdna3": "gfx942", "cdna2": "gfx90a"}[arch], 64
     row = lookup(name, target)
-    d = _details()["cdna3"]["instructions"][name]
+    d = _details()[arch]["instructions"][name]
     counts = d["gprs"][f"w{wave}"]
     ta, tb, tc, td = row.types
     rng = np.random.default_rng(abs(hash((name, op, tuple(mods.items())))) % 2**32)
@@ -232,7 +232,7 @@ def test_mfma_broadcast_and_lane_pattern_read_where_the_calculator_says(name: st
     regs: dict[int, np.ndarray] = {}
     logical = {}
     for o, t in (("A", ta), ("B", tb)):
-        rec = _records("cdna3", name, o, wave)
+        rec = _records(arch, name, o, wave)
         width = int(rec[0, 6] - rec[0, 5] + 1)
         lo_v = 0 if t.startswith("u") else -2
         vals = rng.integers(lo_v, 3, (counts[o], wave, 32 // width))
@@ -242,18 +242,18 @@ def test_mfma_broadcast_and_lane_pattern_read_where_the_calculator_says(name: st
             regs[base[o] + v] = np.asarray(field, np.uint64)
         fields = ("cbsz", "abid", "blgp", "opsel")
         key = f"{name}|{o}|w{wave}|" + "|".join(f"{k}={mods[k] if o == op else 0}" for k in fields)
-        off, n = _golden("cdna3")[1][key]
-        rd = _golden("cdna3")[0][off:off + n]
+        off, n = _golden(arch)[1][key]
+        rd = _golden(arch)[0][off:off + n]
         shape = (d["blocks"], d["m"], d["k"]) if o == "A" else (d["blocks"], d["k"], d["n"])
         mat = np.zeros(shape)
         mat[rd[:, 0], rd[:, 1], rd[:, 2]] = vals[rd[:, 3], rd[:, 4], rd[:, 5] // width]
         logical[o] = mat
     C = rng.integers(-4, 5, (d["blocks"], d["m"], d["n"])).astype(np.float64)
-    _place(regs, base["C"], _records("cdna3", name, "C", wave), C, tc, wave)
+    _place(regs, base["C"], _records(arch, name, "C", wave), C, tc, wave)
     span = {o: f"v[{base[o]}:{base[o] + counts[o] - 1}]" for o in "ABCD"}
     text = " ".join(f"{k}:{v}" for k, v in mods.items() if k != "opsel" and v != "0")
     st = run(target, f"\t{name} {span['D']}, {span['A']}, {span['B']}, {span['C']} {text}", regs)
-    rec = _records("cdna3", name, "D", wave)
+    rec = _records(arch, name, "D", wave)
     lo, hi = rec[:, 5], rec[:, 6]
     word = st.v[base["D"] + rec[:, 3], 0, rec[:, 4]].astype(np.uint64)
     if int(hi[0]) >= 32:
