@@ -42,6 +42,10 @@ extern "C" __attribute__((global)) void shuffle(const int* x, int* y, const int*
   y[i] = __builtin_amdgcn_ds_bpermute(idx[i] * 4, x[i]);
 }
 """
+SWAP = r"""extern "C" __attribute__((global)) void swap_halves(const int* x, int* y) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  y[i] = __builtin_amdgcn_permlane64(x[i]);  // gfx11+ only
+}"""
 RDNA = ["gfx1100", "gfx1101", "gfx1102", "gfx1200", "gfx1201"]
 
 
@@ -155,3 +159,13 @@ def test_lane_ids_and_ballot_counts_in_wave64(target: str) -> None:
     np.testing.assert_array_equal(out.buffers["y"], np.arange(128) % 64)
     per_wave = [(x[64 * w:64 * w + 64] > 0).sum() for w in (0, 1)]
     np.testing.assert_array_equal(out.buffers["c"], np.repeat(per_wave, 64))
+
+
+@pytest.mark.parametrize("target", ["gfx1100", "gfx1201"])
+def test_permlane64_swaps_the_wave64_halves(target: str) -> None:
+    comp = compile_hip(SWAP, target, wave_size=64)
+    assert "v_permlane64_b32" in comp.isa
+    x = np.arange(128, dtype=np.int32) * 5 - 3
+    out = emulate(comp, target, "swap_halves", block=128, args=[("x", x), ("y", np.zeros(128, np.int32))])
+    n = np.arange(128)
+    np.testing.assert_array_equal(out.buffers["y"], x[n ^ 32])  # within each wave of 64: lane i <- lane i ^ 32

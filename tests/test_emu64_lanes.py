@@ -242,3 +242,21 @@ def test_bcnt1_counts_a_ballot_and_sets_scc(target: str, wave: int) -> None:
     assert int(st.s[6][0]) == bin(mask).count("1") and int(st.s[7][0]) == 1
     st = run(target, f"\t{form}\n\ts_cselect_b32 s7, 1, 2", s={4: 0, 5: 0}, wave=wave)
     assert int(st.s[6][0]) == 0 and int(st.s[7][0]) == 2
+
+
+@pytest.mark.parametrize("target", RDNA)
+def test_permlane64_swaps_the_halves_reading_inactive_lanes(target: str) -> None:
+    """RDNA3.5 ISA, V_PERMLANE64_B32: lane i takes lane {~i[5], i[4:0]} (i ^ 32); the destination lane's
+    EXEC bit gates the write and the alternate lane is read even when disabled; wave32: no writes."""
+    x = np.arange(64, dtype=np.uint64) * 13 + 2
+    old = np.full(64, 7, np.uint64)
+    st = run(target, "\tv_permlane64_b32 v1, v0\n\tv_permlane64_b32 v0, v0", {0: x, 1: old}, exec_mask=EXEC64, wave=64)
+    act = _active()
+    n = np.arange(64)
+    np.testing.assert_array_equal(st.v[1][0], np.where(act, x[n ^ 32], 7))
+    assert (act & ~act[n ^ 32]).any()  # some active lanes read a disabled partner
+    np.testing.assert_array_equal(st.v[0][0], np.where(act, x[n ^ 32], x))  # D == S: the source read first
+    st = run(target, "\tv_permlane64_b32 v1, v0", {0: x[:32], 1: old[:32]}, wave=32)
+    assert (st.v[1][0] == 7).all()
+    with pytest.raises(IsaError, match="RDNA instruction"):
+        run("gfx942", "\tv_permlane64_b32 v1, v0")

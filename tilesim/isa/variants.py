@@ -16,6 +16,9 @@ the few rules that depend on the family or on the wave size beyond that:
 * ``v_mbcnt_lo_u32_b32`` / ``v_mbcnt_hi_u32_b32`` (how code finds its lane in a wave64): ``D = S1 +
   popcount(S0 & ThreadMask[31:0])`` (``[63:32]`` for hi), ``ThreadMask = (1 << lane) - 1`` — the
   ISA guides' pseudo-code, the same on every family.
+* ``v_permlane64_b32`` (RDNA): in wave64 lane ``i`` takes the source of lane ``i ^ 32`` — read whether
+  that lane is active or not — and writes where EXEC enables it; in wave32 it writes nothing (the
+  RDNA3.5 ISA guide's pseudo-code and notes for opcode 103, which RDNA3 and RDNA4 share).
 * ``v_pk_mov_b32`` (gfx90a+: a 64-bit move of two dwords picked by ``op_sel``): ``D[31:0] =
   S0.dword[op_sel[0]]``, ``D[63:32] = S1.dword[op_sel[1]]`` — the CDNA3 ISA guide's pseudo-code,
   and what clang relies on when it copies ``s[2:3]`` with ``v_pk_mov_b32 v[a:b], s[2:3], s[2:3]
@@ -159,5 +162,27 @@ def compile_mbcnt(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np
     return run
 
 
+def compile_permlane64(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray, np.ndarray], Callable[[], None]]:
+    """``v_permlane64_b32 vD, vS`` (see the module docstring)."""
+    if get_target(ctx.target).isa == "gfx9":
+        raise ctx.err(ins, "v_permlane64_b32 is an RDNA instruction")
+    if ins.mods or len(ins.operands) != 2:
+        raise ctx.err(ins, "expected vD, vS and no modifiers")
+    d, src = ins.operands
+    for r in (d, src):
+        if not (isinstance(r, Reg) and r.file == "v" and r.count == 1 and not (r.neg or r.abs or r.half)):
+            raise ctx.err(ins, "the destination and the source must be one VGPR each")
+    db, sb = st.vbase(d), st.vbase(src)
+    alt = np.arange(ctx.wave) ^ 32 if ctx.wave == 64 else None
+
+    def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        if alt is None:  # wave32: no writes
+            return lambda: None
+        val = st.v[sb][:, alt].copy()  # every lane's alternate, active or not (D may be S)
+        return lambda: st.v.__setitem__(db, np.where(act, val, st.v[db]))
+    return run
+
+
 # VALU mnemonics (their base names) compiled here rather than in tilesim.isa.valu
-VARIANT_OPS = {"v_pk_mov_b32": compile_pk_mov, "v_mbcnt_lo_u32_b32": compile_mbcnt, "v_mbcnt_hi_u32_b32": compile_mbcnt}
+VARIANT_OPS = {"v_pk_mov_b32": compile_pk_mov, "v_mbcnt_lo_u32_b32": compile_mbcnt, "v_mbcnt_hi_u32_b32": compile_mbcnt,
+               "v_permlane64_b32": compile_permlane64}
