@@ -3,9 +3,7 @@
 The tolerance is built from the numerics model (:func:`tilesim.matrix.numerics.tolerance`: ``k``
 roundings of each matrix instruction's accumulator over the program's whole K for a device's
 result, one per instruction, K / k, for the simulator's own: ``check_reference``) plus one rounding
-of every narrower float type of an output tensor, plus, when the caller's inputs are not exactly
-representable in their declared types, the rounding of those inputs (the program reads the declared
-type; the reference read the caller's floats). Errors are measured per element against ``atol + rtol * scale``: relative to
+of every narrower float type of an output tensor. Errors are measured per element against ``atol + rtol * scale``: relative to
 the data, with no allowance in the data's own units (``rtol * (scale + 1)`` passed a bf16 GEMM that
 stores zeros once its inputs were of size 0.01). ``atol`` is the instruction's own floor plus the
 spacing of the subnormal numbers of those types (below its smallest normal number a type keeps an
@@ -28,16 +26,17 @@ per-element one does not.
 
 A layout bug moves whole elements: its error is of the order of the data itself, far above
 these bounds (a gfx1100 GEMM declared with RDNA4's accumulator rows: 26.6 against a bound of
-about 2e-4), so the bound can afford to be generous without hiding one. Not so for the input
-rounding term: it grows as ``sqrt(K)`` times the type's epsilon (bf16, K=256: 0.5; fp8: more), wide
-enough to pass a GEMM that skips k-steps. So the command line rounds the inputs to their declared
-types (:func:`rounded_inputs`) before it calls ``reference()`` and the simulator, and a verdict
-whose bound was widened this way says so (:func:`inexact_inputs`).
+about 2e-4), so the bound can afford to be generous without hiding one. Inputs that are not exactly
+representable in their declared types (:func:`inexact_inputs`: the kernel reads them rounded, a
+reference computed from the caller's floats did not) widen nothing: a widening of ``2 eps sqrt(K)``
+per input (bf16, K=1024: rtol 1.0) passed a GEMM 5% off and one that skips k-steps. The command line
+rounds the inputs to their declared types (:func:`rounded_inputs`) before it calls ``reference()``
+and the simulator; a comparison that fails with such inputs says they may be the cause
+(``ReferenceCheck.inexact``), and a passing one holds under the model's own bound.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,8 +99,8 @@ def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None,
                      simulated: bool = False) -> tuple[float, float]:
     """``(rtol, atol)`` for comparing ``prog``'s outputs with a float64 reference (see the module docstring).
 
-    ``arrays`` (the inputs the reference was computed from) widens the bound by their rounding to
-    the declared types when they are not exactly representable there. ``simulated``: the bound of
+    ``arrays`` (the inputs the reference was computed from) widens nothing: inputs the kernel reads
+    rounded are the caller's to round (:func:`rounded_inputs`; the module docstring). ``simulated``: the bound of
     the simulator's own result, whose model rounds the accumulator once per instruction (K / k
     roundings), not once per product as a device may (K roundings: with an f16 accumulator at
     K=1024 that bound is 1.0, which passes anything).
@@ -122,8 +121,7 @@ def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None,
         narrow |= set(cast_types(prog))
     rtol += sum(2.0 * _eps(n) for n in narrow if _eps(n) > _eps("f32"))
     atol += max([_subnormal(n) for n in narrow] or [0.0])
-    for name in inexact_inputs(prog, arrays):  # each product of two rounded inputs moves by 2 eps; K add like a walk
-        rtol += 2.0 * _eps(prog.tensor(name).dtype) * math.sqrt(k)
+    del arrays  # inputs the kernel rounds widen nothing (the module docstring): kept for the callers' signature
     return max(rtol, _FLOOR), atol
 
 
@@ -253,6 +251,7 @@ class ReferenceCheck:
     unjudged: tuple[str, ...] = ()  # outputs the reference leaves out: nothing was said about them
     per_element: tuple[str, ...] = ()  # outputs judged against the per-element scale (the module docstring)
     casts: tuple[str, ...] = ()  # narrow types the program casts to: the bound counts no rounding of theirs
+    inexact: tuple[str, ...] = ()  # inputs not exactly in their types: the kernel read them rounded
 
     @property
     def ok(self) -> bool:
@@ -263,7 +262,10 @@ class ReferenceCheck:
                          f"beyond rtol {self.rtol:.2g} (max |error| {dict(self.max_abs)[name]:.3g})"
                          for name, mask in self.bad if mask.any()) + (
             f"; the program rounds to {', '.join(self.casts)} (ts.cast) and the bound counts no cast: a "
-            f"reference() that rounds where the kernel does judges it" if self.casts and not self.ok else "")
+            f"reference() that rounds where the kernel does judges it" if self.casts and not self.ok else "") + (
+            f"; inputs {', '.join(self.inexact)} are not exactly representable in their tensor types: the kernel "
+            f"read them rounded, the reference perhaps not (round them first: tilesim.diff.rounded_inputs, as the "
+            f"command line does)" if self.inexact and not self.ok else "")
 
 
 def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float,
@@ -314,4 +316,4 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
             per_element.append(name)
         bad.append((name, beyond(got, ref, rtol, atol, scale)))
     return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol, tuple(n for n in shapes if n not in reference),
-                          tuple(per_element), tuple(cast_types(prog)))
+                          tuple(per_element), tuple(cast_types(prog)), tuple(inexact_inputs(prog, arrays)))
