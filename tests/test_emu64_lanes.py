@@ -190,6 +190,8 @@ def test_gfx940_only_instructions_raise_on_gfx90a() -> None:
         run("gfx90a", body)
     with pytest.raises(IsaError, match="gfx940\\+ instruction"):
         run("gfx90a", "\tv_mov_b64_e32 v[0:1], v[2:3]")
+    with pytest.raises(IsaError, match="global_load_lds_dword"):  # gfx940+ direct-to-LDS load
+        run("gfx90a", "\tglobal_load_lds_dword v[0:1], off", lds=256)
 
 
 @pytest.mark.parametrize(("target", "wave", "spell"), [("gfx1100", 64, "ds_load_{}_d16{}"), ("gfx1201", 32, "ds_load_{}_d16{}"),
