@@ -169,3 +169,29 @@ def test_permlane64_swaps_the_wave64_halves(target: str) -> None:
     out = emulate(comp, target, "swap_halves", block=128, args=[("x", x), ("y", np.zeros(128, np.int32))])
     n = np.arange(128)
     np.testing.assert_array_equal(out.buffers["y"], x[n ^ 32])  # within each wave of 64: lane i <- lane i ^ 32
+
+
+def test_the_emulate_command_compiles_for_the_wave_size_asked(tmp_path, capsys):
+    """`tilesim emulate --wave 64` on an RDNA target runs one wave64 (the default, wave32, two waves);
+    the result is 2x from numpy either way; a wave size the target lacks is a usage error (exit 2)."""
+    import json
+
+    from tilesim.cli import main
+
+    src = tmp_path / "twice.hip"
+    src.write_text('extern "C" __attribute__((global)) void twice(const float* x, float* y) {\n'
+                   "  int i = __builtin_amdgcn_workitem_id_x(); y[i] = 2.0f * x[i]; }\n")
+    x = np.arange(64, dtype=np.float32) - 20.5
+    np.save(tmp_path / "x.npy", x)
+    counts = {}
+    for wave in (None, 64):
+        out = tmp_path / f"out{wave}"
+        argv = ["emulate", str(src), "--target", "gfx1201", "--kernel", "twice", "--block", "64",
+                "--arg", f"x={tmp_path / 'x.npy'}", "--arg", "y=zeros:f32[64]", "--out", str(out), "--format", "json"]
+        assert main(argv + (["--wave", str(wave)] if wave else [])) == 0
+        counts[wave] = json.loads(capsys.readouterr().out)["wave_instructions"]
+        assert np.array_equal(np.load(out / "y.npy"), 2 * x)
+    assert counts[None] == 2 * counts[64]  # the same straight-line code, two wave32s against one wave64
+    assert main(["emulate", str(src), "--target", "gfx942", "--kernel", "twice", "--wave", "32",
+                 "--arg", "x=f32[64]", "--arg", "y=zeros:f32[64]"]) == 2
+    assert "gfx942 runs wave64 only" in capsys.readouterr().err

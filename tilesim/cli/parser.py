@@ -283,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
         eu.add_argument("--block", default="64", help="work-items per workgroup, e.g. 256 or 16,16 (default 64)")
         eu.add_argument("--arg", action="append", default=[], metavar="SPEC",
                         help="a kernel argument (repeat, in order)")
+        eu.add_argument("--wave", type=int, choices=(32, 64), default=None,
+                        help="wave size to compile for (default: the target's; RDNA also runs wave64)")
         eu.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
         eu.add_argument("--out", default=None, metavar="DIR", help="write every buffer after the run as DIR/NAME.npy")
         if audit:
