@@ -91,7 +91,13 @@ def _f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
 
 def _round_f64_to_f32(x: np.ndarray) -> np.ndarray:
-    return np.asarray(x, np.float64).astype(np.float32)
+    with np.errstate(all="ignore"):
+        return np.asarray(x, np.float64).astype(np.float32)
+
+
+def _f64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.asarray(x, np.float64)
 
 
 # name: (source kinds, result kind, function). Operand order is the printed order.
@@ -180,6 +186,12 @@ VALU_OPS: dict[str, tuple[tuple[str, ...], str, Callable[..., np.ndarray]]] = {
     "v_cvt_f32_u32": (("u32",), "f32", lambda a: a.astype(np.float32)),
     "v_cvt_i32_f32": (("f32",), "i32", _cvt_i32_f32),
     "v_cvt_u32_f32": (("f32",), "u32", _cvt_u32_f32),
+    # f64: IEEE 754 binary64, round to nearest even, denormals kept (the only float mode launched):
+    # numpy's float64 arithmetic is that standard's; f32 <-> f64 conversions round to nearest even
+    "v_add_f64": (("f64", "f64"), "f64", lambda a, b: _f64(a + b)),
+    "v_mul_f64": (("f64", "f64"), "f64", lambda a, b: _f64(a * b)),
+    "v_cvt_f64_f32": (("f32",), "f64", lambda a: _f64(a.astype(np.float64))),
+    "v_cvt_f32_f64": (("f64",), "f32", lambda a: _round_f64_to_f32(a)),
     "v_cvt_f16_f32": (("f32",), "f16", lambda a: a.astype(np.float16)),
     "v_cvt_f32_f16": (("f16",), "f32", lambda a: a.astype(np.float32)),
     # D.f = (float)S0.u[8n+7:8n] (an unsigned byte, exact in f32)
@@ -198,7 +210,8 @@ for _n, _f in {"eq": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.grea
                "ngt": lambda a, b: ~np.greater(a, b), "nge": lambda a, b: ~np.greater_equal(a, b),
                "nlg": lambda a, b: ~((a < b) | (a > b)), "o": lambda a, b: ~(np.isnan(a) | np.isnan(b)),
                "u": lambda a, b: np.isnan(a) | np.isnan(b)}.items():
-    VALU_OPS[f"v_cmp_{_n}_f32"] = (("f32", "f32"), "mask", _f)
+    for _t in ("f32", "f64"):  # IEEE comparisons: numpy's on the decoded values (NaN unordered)
+        VALU_OPS[f"v_cmp_{_n}_{_t}"] = ((_t, _t), "mask", _f)
 
 
 # ------------------------------------------------------------------ cross-lane sources (DPP, permlane)
