@@ -166,3 +166,19 @@ def test_a_row_sum_is_one_rounding_of_the_exact_sum_in_the_compiled_code_too(tar
     assert np.array_equal(sim, want)
     emulated = np.asarray(emulate_program(prog, arrays)["C"], np.float32)
     assert np.array_equal(emulated.view(np.uint32), want.view(np.uint32)), int((emulated != want).sum())
+
+
+def test_an_emulated_run_off_by_an_ulp_from_the_simulation_is_a_mismatch(monkeypatch):
+    """Every op of this program is computed the same way by the simulator and the emitted code, so an
+    emulated run is compared bit for bit: the code as emitted before (a multiply fused into the add)
+    was EMULATED_MATCH within the tolerance while 479 of 1024 elements differed."""
+    import tilesim.codegen.hip as hip
+    from tilesim.diff import run
+
+    prog = axpb.specialize(target="gfx942", M=32, N=32, K=32, mma=MMAS["gfx942"])
+    arrays = _inputs()
+    want = _want(**arrays, c=0.375, d=0.125)
+    assert run(prog, device="emulator", reference={"C": want}, **arrays).status == "EMULATED_MATCH"
+    monkeypatch.setattr(hip, "_PRELUDE", hip._PRELUDE.replace("#pragma clang fp contract(off)", "//"))
+    v = run(prog, device="emulator", reference={"C": want}, **arrays)
+    assert v.status == "EMULATED_MISMATCH" and "bit for bit" in v.reason, v.reason
