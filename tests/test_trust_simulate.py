@@ -153,7 +153,7 @@ def test_outputs_a_reference_leaves_out_are_said_to_be_unjudged(tmp_path, capsys
     """))
     assert main(["simulate", str(f), "--format", "json"]) == 4
     (doc,) = json.loads(capsys.readouterr().out)
-    assert doc["status"] == "NOT_JUDGED" and "no float64 reference for output(s) Z" in doc["reason"]
+    assert doc["status"] == "NOT_JUDGED" and "no float64 reference, or one with no finite element (NaN or inf everywhere), for output(s) Z" in doc["reason"]
     assert main(["run", str(f), "--device", "none"]) == 4
     out = capsys.readouterr().out
     assert out.startswith("NOT_JUDGED: two on sm_90") and "output(s) Z (no reference for them)" in out

@@ -90,7 +90,8 @@ def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | 
     if errs:
         return SimJudgement("CHECK_FAILED", f"check found {len(errs)} error(s): {errs[0]}", errs, ref)
     if ref is None or not ref.max_abs:  # no reference, or one that names no output: tilesim cannot tell
-        return SimJudgement("NOT_JUDGED", f"{NOT_JUDGED_NOTE}; to judge it, {HOW_TO_JUDGE}", errs, ref)
+        why = NOT_JUDGED_NOTE if ref is None or not ref.unjudged else "the simulation was" + unjudged_note(ref)[1:]
+        return SimJudgement("NOT_JUDGED", f"{why}; to judge it, {HOW_TO_JUDGE}", errs, ref)
     if ref.unjudged:  # the outputs it names are right; about the others tilesim cannot tell
         return SimJudgement("NOT_JUDGED", f"the outputs the reference names equal it{unjudged_note(ref)}; to "
                             f"judge them, {HOW_TO_JUDGE}", errs, ref)
@@ -108,4 +109,5 @@ def loose_note(inexact: list[str], ref: ReferenceCheck) -> str:
 
 def unjudged_note(ref: ReferenceCheck) -> str:
     """``"; not judged: ..."`` for the outputs a reference leaves out, else ``""``."""
-    return (f"; not judged: no float64 reference for output(s) {', '.join(ref.unjudged)}" if ref.unjudged else "")
+    return (f"; not judged: no float64 reference, or one with no finite element (NaN or inf everywhere), for "
+            f"output(s) {', '.join(ref.unjudged)}" if ref.unjudged else "")

@@ -248,7 +248,7 @@ class ReferenceCheck:
     bad: tuple[tuple[str, np.ndarray], ...]  # (output, bool mask of elements beyond the bound)
     rtol: float
     atol: float
-    unjudged: tuple[str, ...] = ()  # outputs the reference leaves out: nothing was said about them
+    unjudged: tuple[str, ...] = ()  # outputs the reference leaves out, or gives no finite value: nothing was said
     per_element: tuple[str, ...] = ()  # outputs judged against the per-element scale (the module docstring)
     casts: tuple[str, ...] = ()  # narrow types the program casts to: the bound counts no rounding of theirs
     inexact: tuple[str, ...] = ()  # inputs not exactly in their types: the kernel read them rounded
@@ -289,13 +289,14 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
     reference evaluated on :func:`magnitude_inputs` (per-element scale; the module docstring).
 
     A reference that is not a dict, names a tensor that is not an output, or has the wrong shape is
-    a :class:`~tilesim.errors.TilesimError`; outputs it leaves out are not judged.
+    a :class:`~tilesim.errors.TilesimError`; outputs it leaves out, or gives no finite element of (NaN
+    or inf everywhere), are not judged.
     """
     if not isinstance(reference, dict):
         raise TilesimError(f"the reference must be a dict of output tensors, got {type(reference).__name__}")
     shapes = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
     rtol, atol = result_tolerance(prog, arrays, simulated=True)
-    max_abs, bad, per_element = [], [], []
+    max_abs, bad, per_element, nan_only = [], [], [], []
     magnitude = usable_magnitude(reference, magnitude, arrays)
     for name, ref in reference.items():
         if name not in shapes:
@@ -307,6 +308,9 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
             raise TilesimError(f"the reference's {name} is not numeric ({type(ref).__name__})") from None
         if ref.shape != shapes[name]:
             raise TilesimError(f"the reference's {name} has shape {ref.shape}; the output is {shapes[name]}")
+        if ref.size and not np.isfinite(ref).any():  # NaN = NaN, inf = inf everywhere says nothing of the
+            nan_only.append(name)  # kernel (inputs that overflowed their types: any kernel giving the same passed)
+            continue
         got = np.asarray(outputs[name], np.float64)
         with np.errstate(invalid="ignore"):
             diff = np.abs(got - ref)
@@ -315,5 +319,6 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
         if scale is not None:
             per_element.append(name)
         bad.append((name, beyond(got, ref, rtol, atol, scale)))
-    return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol, tuple(n for n in shapes if n not in reference),
+    return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol,
+                          tuple(n for n in shapes if n not in reference or n in nan_only),
                           tuple(per_element), tuple(cast_types(prog)), tuple(inexact_inputs(prog, arrays)))
