@@ -53,7 +53,8 @@ from tilesim.matrix.numerics import quantize, tolerance
 __all__ = ["ReferenceCheck", "check_reference", "inexact_inputs", "magnitude_inputs", "result_tolerance",
            "rounded_inputs", "usable_magnitude"]
 
-_FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row)
+_FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row); not
+# for programs computed in integers only, which are compared exactly
 
 
 def _eps(name: str) -> float:
@@ -122,7 +123,18 @@ def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None,
     rtol += sum(2.0 * _eps(n) for n in narrow if _eps(n) > _eps("f32"))
     atol += max([_subnormal(n) for n in narrow] or [0.0])
     del arrays  # inputs the kernel rounds widen nothing (the module docstring): kept for the callers' signature
+    if _integers_only(prog):  # exact arithmetic: no floor (1e-6 of a full-range i32 bias let 2,000 off pass)
+        return rtol, atol
     return max(rtol, _FLOOR), atol
+
+
+def _integers_only(prog: Program) -> bool:
+    """Whether every tensor and every value the program computes is of an integer type (integer
+    matrix rows, wrapping integer ops): its outputs are exact, and compared exactly."""
+    types = [t.dtype for t in prog.tensors]
+    types += [op.out.dtype for op in prog.walk() if op.out is not None and op.out.kind in ("frag", "lds")]
+    types += [lookup(op.attr("instr"), prog.target).types[3] for op in prog.walk() if op.kind in MMA_KINDS]
+    return all(t and dtype(t).kind in ("int", "uint") for t in types)
 
 
 def cast_types(prog: Program) -> list[str]:
