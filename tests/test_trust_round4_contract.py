@@ -52,6 +52,7 @@ def _want(A, B, c, d, k=16):
     return (t.astype(np.float64) + d).astype(np.float32)
 
 
+@pytest.mark.compiler  # the offline AMDGPU clang, then tilesim's ISA emulator
 @pytest.mark.parametrize("target", sorted(MMAS))
 def test_the_compiled_product_is_rounded_before_the_add(target):
     prog = axpb.specialize(target=target, M=32, N=32, K=32, mma=MMAS[target])  # 0.375, 0.125: exact in f32
@@ -63,6 +64,7 @@ def test_the_compiled_product_is_rounded_before_the_add(target):
         f"{int((emulated != want).sum())} elements differ from the program's meaning"
 
 
+@pytest.mark.compiler  # the offline AMDGPU clang, then tilesim's ISA emulator
 def test_a_constant_f32_cannot_hold_is_not_rounded_to_f32_in_the_code():
     prog = axpb.specialize(target="gfx942", M=32, N=32, K=32, mma=MMAS["gfx942"], c=0.3, d=0.1)
     arrays = _inputs()
@@ -142,6 +144,7 @@ def test_f32_f64_conversions_and_compares():
     assert mask(st.s[12][0], st.s[13][0]) == [int(a < b) for a, b in zip(y, x32.astype(np.float64))]
 
 
+@pytest.mark.compiler  # the offline AMDGPU clang, then tilesim's ISA emulator
 @pytest.mark.parametrize("target", ["gfx942", "gfx1100"])
 def test_a_row_sum_is_one_rounding_of_the_exact_sum_in_the_compiled_code_too(target):
     """``reduce`` sums in float64 and rounds once (the simulator); the code summed in float, rounding
@@ -157,6 +160,7 @@ def test_a_row_sum_is_one_rounding_of_the_exact_sum_in_the_compiled_code_too(tar
     assert np.array_equal(emulated.view(np.uint32), want.view(np.uint32)), int((emulated != want).sum())
 
 
+@pytest.mark.compiler  # the offline AMDGPU clang, then tilesim's ISA emulator
 def test_an_emulated_run_off_by_an_ulp_from_the_simulation_is_a_mismatch(monkeypatch):
     """Every op of this program is computed the same way by the simulator and the emitted code, so an
     emulated run is compared bit for bit: the code as emitted before (a multiply fused into the add)

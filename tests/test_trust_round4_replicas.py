@@ -40,6 +40,7 @@ def test_emulate_exits_1_when_replicated_copies_differ(tmp_path, capsys, skew, s
     assert ("differ" in out) == bool(skew)
 
 
+@pytest.mark.compiler
 def test_the_verdict_does_not_pass_an_emulation_that_read_differing_copies(monkeypatch):
     import examples.gemm as g
     import tilesim.diff.verdict as verdict

@@ -19,6 +19,8 @@ import tilesim as ts
 from tilesim.diff import run
 from tilesim.isa import IsaError, emulate_program
 
+pytestmark = pytest.mark.compiler  # emulate_program compiles with the offline AMDGPU clang
+
 
 def _outside_the_format(meta: np.ndarray) -> np.ndarray:
     """Per group code (two per byte, low nibble first): idx0 = bits 0-1, idx1 = bits 2-3, valid iff idx0 < idx1."""
