@@ -372,7 +372,7 @@ def t_cli(tally: Tally, n: int) -> None:
     spec: dict[str, list[tuple[str, list[str] | None]]] = {}
     positional: dict[str, list[str]] = {}
     for cmd, p in subs.items():
-        spec[cmd] = [(a.option_strings[-1], list(a.choices) if a.choices else (None if a.nargs == 0 else []))
+        spec[cmd] = [(a.option_strings[-1], [str(c) for c in a.choices] if a.choices else (None if a.nargs == 0 else []))
                      for a in p._actions if a.option_strings and a.option_strings[-1] != "--help"]
         positional[cmd] = [a.dest for a in p._actions if not a.option_strings]
     archs = ["gfx942", "gfx1100", "gfx1201", "gfx90a", "gfx908", "gfx950", "gfx1030", "sm_90", "MI300X", "gfx0"]
