@@ -15,7 +15,8 @@ verdict                exit  meaning
                              device), reason given
 ``EMULATED_MATCH``     0     ``device="emulator"``: tilesim's AMDGPU ISA emulator ran the
                              compiled code (not AMD hardware) and it equals the simulator
-                             (and the reference) within the tolerance; no LDS race
+                             bit for bit (within the tolerance for ``exp``, the one op not
+                             exact in C) and the reference within the tolerance; no LDS race
 ``MISMATCH``           1     the device ran and differs from the simulator or the reference;
                              blame names the lane/VGPR that stored each wrong element
 ``SIM_MISMATCH``       1     no device verdict, and the simulated result differs from the
