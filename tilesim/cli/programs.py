@@ -398,19 +398,13 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
     from tilesim.files import MAX_SOURCE_BYTES, read_input
 
     source = read_input(args.file, "HIP file", MAX_SOURCE_BYTES, TilesimError)
-    if args.wave is not None:
-        from tilesim.targets import get_target
-
-        t = get_target(args.target)
-        if args.wave not in t.wave_sizes:
-            raise UsageError(f"--wave {args.wave}: {t.name} runs wave{'/wave'.join(map(str, t.wave_sizes))} only")
     if args.audit:
         from tilesim.hw.offline import compile_hip
         from tilesim.isa.audit import audit
         from tilesim.isa.hipfile import materialise
 
-        rep = audit(compile_hip(source, args.target, wave_size=args.wave), args.target, args.kernel, grid=dims(args.grid, "grid"),
-                    block=dims(args.block, "block"), args=materialise(args.arg, args.seed))
+        rep = audit(compile_hip(source, args.target, wave_size=args.wave), args.target, args.kernel,
+                    grid=dims(args.grid, "grid"), block=dims(args.block, "block"), args=materialise(args.arg, args.seed))
         if args.format == "json":
             return json.dumps({"ok": rep.ok, "matrix_calls": rep.matrix_calls, "checked": rep.checked,
                                "untraced": rep.untraced, "counts": rep.counts, "notes": list(rep.notes),

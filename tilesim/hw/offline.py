@@ -337,6 +337,8 @@ def compile_hip(source: str, target: str, *, wave_size: int | None = None, opt: 
     t = get_target(target)
     if t.vendor != "amd":
         raise ToolchainError(f"{t.name} is not an AMD target; the offline AMDGPU compiler cannot build for it")
+    if wave_size is not None and wave_size not in t.wave_sizes:  # clang's own message names no valid size
+        raise ToolchainError(f"wave size {wave_size}: {t.name} runs wave{'/wave'.join(map(str, t.wave_sizes))} only")
     args = [*clang_command(), "-x", "hip", f"--offload-arch={t.name}", "-nogpulib", "-nogpuinc",
             "--cuda-device-only", opt, *extra_args, "-S", "-o", "-", "-"]
     if wave_size is not None and wave_size != t.default_wave:
