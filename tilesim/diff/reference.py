@@ -97,12 +97,11 @@ def _k_run(block: Any, target: str, trips: int) -> int:
     return total
 
 
-def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None, *,
-                     simulated: bool = False) -> tuple[float, float]:
+def result_tolerance(prog: Program, *, simulated: bool = False) -> tuple[float, float]:
     """``(rtol, atol)`` for comparing ``prog``'s outputs with a float64 reference (see the module docstring).
 
-    ``arrays`` (the inputs the reference was computed from) widens nothing: inputs the kernel reads
-    rounded are the caller's to round (:func:`rounded_inputs`; the module docstring). ``simulated``: the bound of
+    The inputs take no part: those the kernel reads rounded are the caller's to round
+    (:func:`rounded_inputs`; the module docstring). ``simulated``: the bound of
     the simulator's own result, whose model rounds the accumulator once per instruction (K / k
     roundings), not once per product as a device may (K roundings: with an f16 accumulator at
     K=1024 that bound is 1.0, which passes anything).
@@ -123,7 +122,6 @@ def result_tolerance(prog: Program, arrays: dict[str, np.ndarray] | None = None,
         narrow |= set(cast_types(prog))
     rtol += sum(2.0 * _eps(n) for n in narrow if _eps(n) > _eps("f32"))
     atol += max([_subnormal(n) for n in narrow] or [0.0])
-    del arrays  # inputs the kernel rounds widen nothing (the module docstring): kept for the callers' signature
     kinds = {(dtype(t).kind, dtype(t).bits) for t in _types(prog) if t}
     if all(k in ("int", "uint") for k, _ in kinds):  # exact: no floor (1e-6 of a full-range i32 bias let 2,000 pass)
         return rtol, atol
@@ -311,7 +309,7 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
     if not isinstance(reference, dict):
         raise TilesimError(f"the reference must be a dict of output tensors, got {type(reference).__name__}")
     shapes = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
-    rtol, atol = result_tolerance(prog, arrays, simulated=True)
+    rtol, atol = result_tolerance(prog, simulated=True)
     max_abs, bad, per_element, nan_only = [], [], [], []
     magnitude = usable_magnitude(reference, magnitude, arrays)
     for name, ref in reference.items():
