@@ -130,11 +130,12 @@ def _note_bad(sim: MmaHost, spec: _Spec, bad_count: dict[str, int], first_bad: d
 
 def _note_index(sim: MmaHost, row: MatrixInstruction, index: np.ndarray, g0: int) -> None:
     """Count the sparse index codes outside the 2:4 format (no stated meaning: tilesim.matrix.sparse)."""
-    bad = outside_format(meta_codes(np.asarray(index, np.int64)))
+    codes = meta_codes(np.asarray(index, np.int64))
+    bad = outside_format(codes)
     if bad.any():
         sim.rep.sparse_index_count += int(bad.sum())
         g, i, grp = (int(x) for x in np.argwhere(bad)[0])
-        code = int(meta_codes(np.asarray(index, np.int64))[g, i, grp])
+        code = int(codes[g, i, grp])
         sim._note(sim.rep.sparse_index, f"{row.mnemonic} index of A row {i}, group {grp}: code {code:#06b} "
                   f"({sim._where(g0 + g)}); " + OUTSIDE_FORMAT)
 
