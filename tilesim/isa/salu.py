@@ -16,6 +16,7 @@ import numpy as np
 
 from tilesim.isa.asm import Imm, Instr, Label, Reg, Sym
 from tilesim.isa.state import EXEC, Ctx, Machine, imm_bits
+from tilesim.isa.variants import popcount
 
 __all__ = ["compile_salu", "TIMING", "SALU_NAMES"]
 
@@ -188,8 +189,6 @@ def compile_salu(ins: Instr, ctx: Ctx, st: Machine) -> Callable[[np.ndarray], No
     if m == "s_brev_b32":  # D.u[31:0] = S0.u[0:31] (bit reverse; no SCC)
         return unary(_brev32, None)
     if m in ("s_bcnt1_i32_b32", "s_bcnt1_i32_b64"):  # D.i32 = CountOneBits(S0); SCC = D != 0 (counting a ballot)
-        from tilesim.isa.variants import popcount
-
         di, dn = _sdst(ops[0], 32, ctx, ins)
         src = _ssrc(ops[1], 64 if m.endswith("64") else 32, ctx, ins, st)
 
