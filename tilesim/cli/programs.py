@@ -7,7 +7,8 @@ import argparse
 import json
 import sys
 
-from tilesim.errors import TilesimError
+from tilesim.errors import CheckWarning, InputError, TilesimError
+from tilesim.errors import choices as _choices
 
 from tilesim.cli.parser import UsageError
 
@@ -16,7 +17,6 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
     import importlib.util
     from pathlib import Path
 
-    from tilesim.errors import TilesimError
     from tilesim.ir.core import Program
 
     from tilesim.files import MAX_PROGRAM_BYTES, read_input
@@ -124,7 +124,6 @@ def _inputs(module: object, prog: object, args: object) -> dict:
 
 
 def _npz(path: str, what: str) -> dict:
-    from tilesim.errors import InputError
     from tilesim.files import MAX_ARRAY_BYTES, read_arrays
 
     return read_arrays(path, what, MAX_ARRAY_BYTES, InputError)
@@ -134,8 +133,6 @@ def _expected(args: argparse.Namespace, progs: list, module: object) -> dict | N
     """``--expect FILE.npz``: the expected outputs, as data (None without it). Refused beside a
     ``reference()`` (two references: say which one) and for several programs (one file, one program's
     outputs: choose with --target)."""
-    from tilesim.errors import InputError
-
     if not getattr(args, "expect", None):
         return None
     if module is not None and hasattr(module, "reference"):
@@ -169,9 +166,6 @@ def _references(module: object, prog: object, path: str, arrays: dict,
 
 def _reference(ref: object, prog: object, path: str) -> dict:
     """The user's ``reference()`` result, checked: ``{output tensor: real array of its shape}``."""
-    from tilesim.errors import InputError
-    from tilesim.errors import choices as _choices
-
     from collections.abc import Mapping
 
     if not isinstance(ref, Mapping):
@@ -185,9 +179,6 @@ def _arrays_for(given: object, prog: object, where: str, *, output: bool, comple
     """``given`` checked against ``prog``'s output tensors (``output``) or input tensors: every name one of
     them, each a real numeric array of the tensor's shape, and (``complete``) every tensor given."""
     import numpy as np
-
-    from tilesim.errors import InputError
-    from tilesim.errors import choices as _choices
 
     kind = "output" if output else "input"
     want = {t.name: tuple(t.shape) for t in prog.tensors if t.output == output}
@@ -238,7 +229,6 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
 
     from tilesim.diff import judge_simulation
     from tilesim.diff.judge import combined_status
-    from tilesim.errors import CheckWarning
     from tilesim.wave.inspect import inspect
     from tilesim.wave.sim import simulate
 
@@ -277,7 +267,6 @@ def _refuse_quietly(progs: list) -> tuple[dict[str, list[str]], int, dict[str, o
     """Each program's check errors, told on stderr: emit and compile still write their output
     (it is what the program says), but exit 1, so a wrong program is never an "OK" (fail closed).
     Also each program's check report (None where the check could not finish), for compile's estimates."""
-    from tilesim.errors import TilesimError
     from tilesim.ir.verify import check
 
     errs, reports = {}, {}
