@@ -70,7 +70,7 @@ def test_small_row_bug_is_wrong_by_numpy_and_hid_under_the_tile_scale(tmp_path) 
     err = np.abs(got - want)
     assert err[16:].max() > 100 * np.abs(want[16:]).max() * 1e-3  # rows 16-31: wrong by the data's own size
     assert err[:16].max() <= 1e-6 * np.abs(want[:16]).max()  # rows 0-15: right
-    old = check_reference(prog, {"C": got}, {"C": want}, arrays)  # no magnitude: the tile's scale
+    old = check_reference(prog, {"C": got}, {"C": want})  # no magnitude, no inputs: the tile's scale
     assert old.ok and old.per_element == ()  # the class this closes: the bug hides under max |C| ~ 1e5
     mag = ns["reference"](**magnitude_inputs(prog, arrays))
     new = check_reference(prog, {"C": got}, {"C": want}, arrays, mag)

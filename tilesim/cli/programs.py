@@ -147,7 +147,8 @@ def _expected(args: argparse.Namespace, progs: list, module: object) -> dict | N
 
 def _references(module: object, prog: object, path: str, arrays: dict,
                 expected: dict | None = None, expect_path: str = "") -> tuple[dict | None, dict | None]:
-    """The expected outputs of ``--expect`` (no magnitude: the tile's scale, tilesim/diff/reference.py),
+    """The expected outputs of ``--expect`` (no magnitude: the program on |inputs| gives the scale,
+    tilesim.diff.program_magnitude),
     or the file's ``reference()`` on ``arrays`` and, where the program is monotone, on ``|arrays|`` (the
     per-element error scale); ``(None, None)`` without either."""
     from tilesim.diff import magnitude_inputs

@@ -71,6 +71,9 @@ class SimJudgement:
     def ok(self) -> bool:
         return self.exit_status == 0
 
+    def __bool__(self) -> bool:  # true only when it passes (a dataclass is always true)
+        return self.ok
+
 
 def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | None,
                      arrays: dict[str, np.ndarray], errors: list[str] | None = None,

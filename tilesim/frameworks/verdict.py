@@ -47,6 +47,9 @@ class _Status:
     def ok(self) -> bool:
         return self.status in OK_STATUSES
 
+    def __bool__(self) -> bool:  # `assert check_layout(...)`: false on a mismatch (a dataclass is always true)
+        return self.ok
+
 
 @dataclass(frozen=True)
 class LayoutCheck(_Status):

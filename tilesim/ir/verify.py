@@ -79,6 +79,9 @@ class CheckReport:
     def ok(self) -> bool:
         return not self.errors
 
+    def __bool__(self) -> bool:  # `assert ts.check(prog)`: false with an error (a dataclass is always true)
+        return self.ok
+
     def raise_if_errors(self) -> None:
         if self.errors:
             raise VerifyError("; ".join(str(e) for e in self.errors[:3]))

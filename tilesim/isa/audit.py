@@ -76,6 +76,9 @@ class AuditReport:
         """No finding *and* every matrix instruction's A and B were traced (the command line's exit 0)."""
         return not self.findings and not self.undecided
 
+    def __bool__(self) -> bool:  # `assert audit(...)`: false with a finding or undecided (was always true)
+        return self.ok
+
     @property
     def exit_status(self) -> int:
         """1: a layout finding; 3: nothing contradicts the layout but the audit could not trace it; else 0."""
