@@ -91,7 +91,10 @@ def _case(rng, m, n, k, G=5, T=6, dt="f16", infs=False, cancel=False):
 
 @pytest.mark.parametrize("threads", [False, True])
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
-@pytest.mark.parametrize("m,n,k", [(16, 16, 16), (32, 32, 8), (16, 8, 16), (4, 4, 4)])
+# shapes: the GEMM ones; K > 16 (the kernel's k loop, 8 terms a pass: 32, 48; 4 a pass: 20);
+# N not a multiple of the vector width (12: four doubles, 6: two); M not a multiple of 8 rows (12)
+@pytest.mark.parametrize("m,n,k", [(16, 16, 16), (32, 32, 8), (16, 8, 16), (4, 4, 4), (16, 16, 32), (12, 12, 48),
+                                   (8, 6, 20)])
 def test_chain_is_the_k_ordered_loop(m, n, k, dt, threads, monkeypatch):
     monkeypatch.setattr(kernels, "_PARALLEL_MACS", 0 if threads else 1 << 62)
     rng = np.random.default_rng(m * 131 + n * 7 + k + (dt == "bf16"))

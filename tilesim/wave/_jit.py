@@ -8,8 +8,13 @@ instead (:func:`tilesim.wave.kernels.mma_chain`)."""
 
 import functools
 
+import llvmlite.binding as llvm
 import numba
+import numba.core.cgutils
+import numba.core.config
+import numba.extending
 import numpy as np
+from llvmlite import ir
 
 
 @numba.njit(cache=True, nogil=True)
@@ -34,23 +39,138 @@ def _batched_dot_jit(a, b, c):  # pragma: no cover - compiled
     return out, nan.any()
 
 
-# The MAC kernels below vectorise across output columns, never across k. Each output element is
-# ``s = 0.0; s += a[k] * b[k] for k in order; d = s + c``: one chain per element, in k order, and
-# the columns ``n`` of a row are independent chains, so with the tile shape a compile-time constant
-# (the closures below; numba freezes closure cells, and its disk cache keys on them) the k loop
-# unrolls and the n loop becomes SIMD lanes (vmulpd/vaddpd, 4 doubles a lane group) without changing
-# any element's order of operations. (With k and n both loops of unknown length the compiler kept
-# the sums in memory: 3 G MAC/s on this machine's cores against about 10 with the shape constant.)
+# The MAC kernel below computes each output element as ``s = 0.0; s += a[k] * b[k] for k in order;
+# d = s + c``: one chain per element, in k order. The tile shape is a compile-time constant, and
+# :func:`_tile_mac` writes the tile's arithmetic out as LLVM vector code (``<W x double>`` across
+# output columns), a block of rows at a time with the block's accumulators held in registers
+# (SSA values, so no memory and no alias checks): for each k, the B row is loaded once and each
+# row's A value broadcast against it. Within an element nothing changes (k order, one multiply and
+# one add, or one FMA, per term); the many independent elements keep both FMA ports busy. (The
+# earlier loop form, four vector chains of 16 dependent adds per row with the sums in memory ran at
+# about a quarter of that: 5.9 G MAC/s on a 16x16x16 GEMM against 24 in a micro-benchmark.)
 #
-# FMA: the kernels allow LLVM to contract ``s + a * b`` into one fused multiply-add (fastmath
-# "contract" only: no reassociation, no reciprocal, NaN and Inf kept). That gives the same bits as
-# the separate multiply and add whenever ``a * b`` is exact in float64, because then the FMA's one
+# FMA: with ``contract``, ``s + a * b`` is one fused multiply-add. That gives the same bits as the
+# separate multiply and add whenever ``a * b`` is exact in float64, because then the FMA's one
 # rounding of ``s + a*b`` and the add's rounding of ``s + fl(a*b)`` round the same real number.
 # ``a * b`` is exact when both are float32 values (the callers' operands are 8- or 16-bit floats,
 # all float32 values; :func:`tilesim.wave.kernels.mma_chain` checks): 24 + 24 significand bits fit
 # in 53, and |a*b| lies in [2**-298, 2**256) or is 0, inside float64's normal range, so no overflow,
 # underflow or subnormal rounding; 0, -0, Inf and NaN products are the same values either way
-# (inf * 0 is NaN in both). tests/test_mac_kernel.py checks this on adversarial spreads.
+# (inf * 0 is NaN in both). Without ``contract``, a plain ``fmul`` and ``fadd`` (no fast-math
+# flags: LLVM may not fuse, reassociate or drop the ``0.0 +``). tests/test_mac_kernel.py checks
+# both on adversarial spreads.
+
+
+def _vector_shape() -> tuple[int, int]:
+    """(doubles per vector register, vector registers) of the CPU numba compiles for: 8 and 32 with
+    AVX-512, else 4 and 16 (AVX2; narrower machines split the vectors, same bits)."""
+    features = numba.core.config.CPU_FEATURES
+    if features is None:
+        try:
+            features = llvm.get_host_cpu_features().flatten()
+        except RuntimeError:  # a platform llvmlite cannot ask: the narrower plan (same bits)
+            features = ""
+    return (8, 32) if "+avx512f" in features.split(",") else (4, 16)
+
+
+def _blocking(M: int, N: int) -> tuple[int, int, int]:
+    """(vector width ``W`` dividing ``N``, rows, vectors) of a block: ``rows`` (dividing ``M``) by
+    ``vectors`` (dividing ``N / W``) accumulators, the most that leave registers for one B row
+    piece and a broadcast; of those, the fewest loads a term (``rows + vectors``)."""
+    W, regs = _vector_shape()
+    while N % W:
+        W //= 2
+    fits = [(r * v, -(r + v), r, v) for r in range(1, M + 1) if M % r == 0
+            for v in range(1, N // W + 1) if (N // W) % v == 0 and r * v + v + 2 <= regs]
+    _, _, rows, vectors = max(fits)
+    return W, rows, vectors
+
+
+@numba.extending.intrinsic(prefer_literal=True)
+def _tile_mac(typingctx, a, a0, b, b0, c, c0, M, N, K, contract):  # pragma: no cover - compiled
+    """One step of one tile: for ``m < M``, ``n < N``, ``c[c0 + m*N + n] = f32(s + c[...])`` with
+    ``s = sum_k a[a0 + k*M + m] * b[b0 + k*N + n]`` from +0 in k order in float64 (``a`` k-major,
+    ``b`` row-major float64, ``c`` float32; flat arrays; the shape and ``contract`` literals)."""
+    sig = numba.types.void(a, a0, b, b0, c, c0, M, N, K, contract)
+    M, N, K, fused = M.literal_value, N.literal_value, K.literal_value, contract.literal_value
+    W, rows, vecs = _blocking(M, N)
+    # up to 16 terms straight-line code; more (K of 32-128) as a loop of 8 a pass: unrolled, a
+    # 32x32x64 tile took LLVM 9 s to compile
+    unroll = K if K <= 16 else next(u for u in (8, 4, 2, 1) if K % u == 0)
+
+    def codegen(context, builder, signature, args):
+        f64, i32, i64 = ir.DoubleType(), ir.IntType(32), ir.IntType(64)
+        vd, vf = ir.VectorType(f64, W), ir.VectorType(ir.FloatType(), W)
+        pa, pb, pc = (builder.gep(context.make_array(signature.args[i])(context, builder, args[i]).data,
+                                  [args[i + 1]]) for i in (0, 2, 4))
+        fma = numba.core.cgutils.get_or_insert_function(builder.module, ir.FunctionType(vd, [vd] * 3),
+                                                        f"llvm.fma.v{W}f64")
+        undef, splat = ir.Constant(vd, ir.Undefined), ir.Constant(ir.VectorType(i32, W), [0] * W)
+
+        def at(base, k, stride, offset, ty):  # &base[k * stride + offset] as a ``ty`` pointer
+            i = builder.add(builder.mul(k, ir.Constant(i64, stride)), ir.Constant(i64, offset))
+            return builder.bitcast(builder.gep(base, [i]), ty.as_pointer())
+
+        def terms(s, ks, a, b):  # the block's sums ``s`` after the terms ``k`` in ``ks``, in order
+            for k in ks:
+                brow = [builder.load(at(b, k, N, v * W, vd), align=8) for v in range(vecs)]
+                for i in range(rows):
+                    x = builder.insert_element(undef, builder.load(at(a, k, M, i, f64), align=8), ir.Constant(i32, 0))
+                    x = builder.shuffle_vector(x, undef, splat)
+                    for v in range(vecs):
+                        s[i][v] = (builder.call(fma, [x, brow[v], s[i][v]]) if fused
+                                   else builder.fadd(s[i][v], builder.fmul(x, brow[v])))
+            return s
+
+        def loop(count, carried, body):
+            """``carried = body(i, carried)`` for ``i < count`` as an LLVM loop (values carried in
+            phi nodes); returns the last ``carried``."""
+            entry, head = builder.block, builder.append_basic_block("loop")
+            builder.branch(head)
+            builder.position_at_end(head)
+            i = builder.phi(i64)
+            phis = [builder.phi(x.type) for x in carried]
+            out = body(i, phis)
+            i_next = builder.add(i, ir.Constant(i64, 1))
+            for phi, first, last in zip([i, *phis], [ir.Constant(i64, 0), *carried], [i_next, *out]):
+                phi.add_incoming(first, entry)
+                phi.add_incoming(last, builder.block)
+            done = builder.append_basic_block("loop_done")
+            builder.cbranch(builder.icmp_signed("<", i_next, ir.Constant(i64, count)), head, done)
+            builder.position_at_end(done)
+            return out
+
+        # the blocks as a loop, not straight-line code: unrolled, LLVM interleaved the blocks and
+        # spilled accumulators (five times the stack traffic on a 32x32x8 tile)
+        col_blocks = N // W // vecs
+
+        def block(bi, _):
+            m0 = builder.mul(builder.udiv(bi, ir.Constant(i64, col_blocks)), ir.Constant(i64, rows))
+            n0 = builder.mul(builder.urem(bi, ir.Constant(i64, col_blocks)), ir.Constant(i64, vecs * W))
+            a, b = builder.gep(pa, [m0]), builder.gep(pb, [n0])
+            zero = [ir.Constant(vd, [0.0] * W)] * (rows * vecs)
+
+            def chunk(j, flat):  # ``unroll`` terms from ``j * unroll``, the sums flat (row-major)
+                k0 = builder.mul(j, ir.Constant(i64, unroll))
+                s = terms([flat[i * vecs:(i + 1) * vecs] for i in range(rows)],
+                          [builder.add(k0, ir.Constant(i64, u)) for u in range(unroll)], a, b)
+                return [x for row in s for x in row]
+
+            # up to 16 terms straight-line code, more as a loop (the sums carried in phi nodes)
+            flat = chunk(ir.Constant(i64, 0), zero) if unroll == K else loop(K // unroll, zero, chunk)
+            s = [flat[i * vecs:(i + 1) * vecs] for i in range(rows)]
+            c = builder.gep(pc, [builder.add(builder.mul(m0, ir.Constant(i64, N)), n0)])
+            for i in range(rows):  # d = f32(s + c), the accumulator read as f32 and widened
+                for v in range(vecs):
+                    out = at(c, ir.Constant(i64, 0), 0, i * N + v * W, vf)
+                    d = builder.fadd(s[i][v], builder.fpext(builder.load(out, align=4), vd))
+                    builder.store(builder.fptrunc(d, vf), out, align=4)
+            return []
+
+        loop(M // rows * col_blocks, [], block)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 def _compile(fn, M: int, N: int, K: int, contract: bool):
@@ -58,7 +178,7 @@ def _compile(fn, M: int, N: int, K: int, contract: bool):
     machine-code symbols after the qualified name, and variants of one closure sharing them could
     collide (a symbol loaded from the disk cache against one compiled in this process)."""
     fn.__qualname__ = fn.__name__ = f"{fn.__name__}_{M}x{N}x{K}_{'fma' if contract else 'nofma'}"
-    return numba.njit(cache=True, nogil=True, fastmath={"contract"} if contract else False)(fn)
+    return numba.njit(cache=True, nogil=True)(fn)
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,29 +189,21 @@ def mma_chain_kernel(M: int, N: int, K: int, contract: bool):
     ``[M, N]``, updated in place) ``= f32(sum_k a*b + acc)``, each sum from +0 in k order in float64.
     Returns True when a result was NaN. One thread (the caller runs ranges of waves on threads).
     ``contract``: FMA allowed, for operands that are all float32 values (see above)."""
+    size_a, size_b, size_c = M * K, K * N, M * N
 
     def chain(ta, ia, tb, ib, acc):  # pragma: no cover - compiled
-        _ = contract  # a closure cell, so numba's disk cache keys on it (its key leaves out fastmath)
+        # M, N, K and contract are closure cells, so numba's disk cache keys on them
         T, G = ia.shape
+        fa, fb, fc = ta.reshape(-1), tb.reshape(-1), acc.reshape(-1)
         nan = 0
         for g in range(G):
             for t in range(T):
-                at = ta[ia[t, g]]
-                b = tb[ib[t, g]]
-                for m in range(M):
-                    row = acc[g, m]
-                    for n in range(N):
-                        s = 0.0
-                        for k in range(K):
-                            s += at[k * M + m] * b[k * N + n]
-                        row[n] = np.float32(s + np.float64(row[n]))
+                _tile_mac(fa, ia[t, g] * size_a, fb, ib[t, g] * size_b, fc, g * size_c, M, N, K, contract)
             # a NaN result stays NaN through every later step (each adds the accumulator), so the
             # wave's final accumulator holds a NaN exactly when some step's result was NaN: tested
-            # once per wave instead of per step (10% of the kernel's time)
-            for m in range(M):
-                for n in range(N):
-                    x = acc[g, m, n]
-                    nan += x != x
+            # once per wave instead of per step
+            for x in range(g * size_c, (g + 1) * size_c):
+                nan += fc[x] != fc[x]
         return nan > 0
 
     return _compile(chain, M, N, K, contract)
