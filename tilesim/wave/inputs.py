@@ -13,6 +13,7 @@ import numpy as np
 
 from tilesim.errors import InputError, choices
 from tilesim.ir.core import Program, Value
+from tilesim.matrix.dtypes import dtype
 
 __all__ = ["check_inputs"]
 
@@ -24,6 +25,34 @@ def _frag_ids(prog: Program) -> list[int]:
             if isinstance(v, Value) and v.kind == "frag":
                 ids.add(v.id)
     return sorted(ids)
+
+
+def _check_integers(name: str, dt: str, a: Any) -> None:
+    """An integer tensor's values must be integers its type holds: the simulator would wrap 300 to 44 in
+    an i8 and truncate 1.5 to 1, simulating other inputs than the caller's (a reference computed from
+    the given values then blamed the kernel). Arrays of a numpy integer type inside the range pass
+    without a scan."""
+    d = dtype(dt)
+    if d.kind not in ("int", "uint"):
+        return
+    lo, hi = (0, (1 << d.bits) - 1) if d.kind == "uint" else (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1)
+    arr = np.asarray(a)
+    if arr.dtype.kind in "iu" and lo <= np.iinfo(arr.dtype).min and np.iinfo(arr.dtype).max <= hi:
+        return
+    if arr.dtype.kind == "b" or arr.size == 0:
+        return
+    with np.errstate(invalid="ignore"):
+        v = arr.astype(np.float64) if arr.dtype.kind not in "iu" else arr
+        wrong = ~np.isfinite(v) | (v != np.trunc(v)) | (v < lo) | (v > hi) if arr.dtype.kind not in "iu" \
+            else (arr < lo) | (arr > hi)
+    if wrong.any():
+        at = tuple(int(i) for i in np.argwhere(wrong)[0])
+        x = arr[at].item()
+        why = "not an integer" if arr.dtype.kind not in "iu" and (not np.isfinite(float(x)) or x != np.trunc(x)) \
+            else "outside the type"
+        raise InputError(f"simulate(): tensor {name} is {d.name} (integers {lo}..{hi}); element {at} is {x!r} "
+                         f"({why}; {int(wrong.sum())} such element(s)): tilesim neither wraps nor rounds inputs, "
+                         f"give values the type holds"[:300])
 
 
 def check_inputs(prog: Program, arrays: Mapping[str, Any], trace: Any) -> tuple[int, ...]:
@@ -43,6 +72,9 @@ def check_inputs(prog: Program, arrays: Mapping[str, Any], trace: Any) -> tuple[
             what = {"c": "complex", "U": "text", "S": "bytes", "M": "datetime", "m": "timedelta"}.get(kind, kind)
             raise InputError(f"simulate(): tensor {name} must be a real numeric array; got {what} "
                              f"({type(a).__name__} {str(a)[:40]!r})"[:300])
+    for t in prog.tensors:
+        if t.name in arrays and not t.output:
+            _check_integers(t.name, t.dtype, arrays[t.name])
     if isinstance(trace, (str, bytes)) or not isinstance(trace, Iterable):
         raise InputError(f"simulate(): trace must be a tuple of fragment value ids, got {trace!r}"[:300])
     frags = _frag_ids(prog)
