@@ -398,7 +398,8 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
         if args.format == "json":
             return json.dumps({"ok": rep.ok, "matrix_calls": rep.matrix_calls, "checked": rep.checked,
                                "untraced": rep.untraced, "counts": rep.counts, "notes": list(rep.notes),
-                               "undecided": list(rep.undecided), "findings": [f.text for f in rep.findings]},
+                               "undecided": list(rep.undecided), "findings": [f.text for f in rep.findings],
+                               "hazards": list(rep.hazards)},
                               indent=1), rep.exit_status
         return str(rep), rep.exit_status
     res, inputs = emulate_hip(source, args.target, args.kernel, grid=dims(args.grid, "grid"),
