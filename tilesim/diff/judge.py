@@ -38,7 +38,7 @@ from tilesim.wave.sim import SimResult
 from tilesim.wave.undefined import undefined as simulation_errors
 
 __all__ = ["SIMULATE_STATUS", "SimJudgement", "check_errors", "judge_simulation", "simulation_errors",
-           "loose_note", "unjudged_note", "combined_status", "HOW_TO_JUDGE", "NOT_JUDGED_NOTE"]
+           "loose_note", "unjudged_note", "vacuous_note", "combined_status", "HOW_TO_JUDGE", "NOT_JUDGED_NOTE"]
 
 SIMULATE_STATUS: dict[str, int] = {"REFERENCE_OK": 0, "NOT_JUDGED": 4, "REFERENCE_MISMATCH": 1, "CHECK_FAILED": 1}
 
@@ -96,7 +96,7 @@ def judge_simulation(prog: Program, res: SimResult, reference: dict[str, Any] | 
         why = NOT_JUDGED_NOTE if ref is None or not ref.unjudged else "the simulation was" + unjudged_note(ref)[1:]
         return SimJudgement("NOT_JUDGED", f"{why}; to judge it, {HOW_TO_JUDGE}", errs, ref)
     if ref.unjudged:  # the outputs it names are right; about the others tilesim cannot tell
-        return SimJudgement("NOT_JUDGED", f"the outputs the reference names equal it{unjudged_note(ref)}; to "
+        return SimJudgement("NOT_JUDGED", f"the outputs the reference can judge equal it{unjudged_note(ref)}; to "
                             f"judge them, {HOW_TO_JUDGE}", errs, ref)
     inexact = inexact_inputs(prog, arrays)
     return SimJudgement("REFERENCE_OK", "the simulation equals the float64 reference within the numerics model's "
@@ -111,6 +111,17 @@ def loose_note(inexact: list[str], ref: ReferenceCheck) -> str:
 
 
 def unjudged_note(ref: ReferenceCheck) -> str:
-    """``"; not judged: ..."`` for the outputs a reference leaves out, else ``""``."""
-    return (f"; not judged: no float64 reference, or one with no finite element (NaN or inf everywhere), for "
-            f"output(s) {', '.join(ref.unjudged)}" if ref.unjudged else "")
+    """``"; not judged: ..."`` for the outputs a reference leaves out or cannot judge, else ``""``."""
+    missing = [n for n in ref.unjudged if n not in ref.vacuous]
+    why = [f"no float64 reference, or one with no finite element (NaN or inf everywhere), for output(s) "
+           f"{', '.join(missing)}"] if missing else []
+    why += [vacuous_note(ref)] if ref.vacuous else []
+    return "; not judged: " + "; ".join(why) if why else ""
+
+
+def vacuous_note(ref: ReferenceCheck) -> str:
+    """Why the outputs in ``ref.vacuous`` were compared but not judged (tilesim.diff.reference.resolution)."""
+    res = dict(ref.resolution)
+    return (f"the numerics model's bound (rtol {ref.rtol:.2g} of |A| |B|) passes a result off by "
+            f"{', '.join(f'{res[n]:.0%} in {n}' for n in ref.vacuous)} everywhere (half or more: a narrow "
+            f"accumulator over a long K; a device run compared with the simulator, or a wider accumulator, judges it)")

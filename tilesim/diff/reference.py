@@ -54,12 +54,16 @@ from tilesim.matrix.dtypes import dtype
 from tilesim.matrix.numerics import quantize, tolerance
 from tilesim.wave.sim import simulate
 
-__all__ = ["ReferenceCheck", "bounded_scale", "check_reference", "inexact_inputs", "magnitude_inputs",
-           "program_magnitude", "result_tolerance", "rounded_inputs", "usable_magnitude"]
+__all__ = ["RESOLUTION_LIMIT", "ReferenceCheck", "bounded_scale", "check_reference", "inexact_inputs",
+           "magnitude_inputs", "program_magnitude", "resolution", "result_tolerance", "rounded_inputs",
+           "usable_magnitude"]
 
 _FLOOR = 1e-6  # programs without a matrix instruction: a few f32 roundings (exp, sums of a row); not
 # for programs computed in integers only, which are compared exactly
 _FLOOR64 = 16 * 2.0 ** -52  # the same for programs in f64 throughout
+# A comparison whose bound lets through a result off by this fraction of the reference everywhere
+# judges nothing (it passes C * 1.5): such an output is not judged (:func:`resolution`)
+RESOLUTION_LIMIT = 0.5
 
 
 def _eps(name: str) -> float:
@@ -303,6 +307,10 @@ class ReferenceCheck:
     casts: tuple[str, ...] = ()  # narrow types the program casts to: the bound counts no rounding of theirs
     inexact: tuple[str, ...] = ()  # inputs not exactly in their types: the kernel read them rounded
     scales: tuple[tuple[str, np.ndarray], ...] = ()  # the per-element scale of each output in per_element
+    # the least uniform relative error the comparison rejects, per output (:func:`resolution`), and
+    # the outputs where it is RESOLUTION_LIMIT or more: compared, but not judged (also in unjudged)
+    resolution: tuple[tuple[str, float], ...] = ()
+    vacuous: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -322,18 +330,37 @@ class ReferenceCheck:
             f"command line does)" if self.inexact and not self.ok else "")
 
 
-def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float,
-           scale: np.ndarray | None = None) -> np.ndarray:
-    """Elements of ``got`` farther from ``ref`` than the bound (NaN where both are NaN is equal);
-    ``scale``: per element (from :func:`per_element_scale`), else the tile's, ``max |ref|``."""
-    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+def _bound(ref: np.ndarray, rtol: float, atol: float, scale: np.ndarray | None) -> np.ndarray | float:
+    """``atol + rtol * scale``; ``scale``: per element (from :func:`per_element_scale`), else the
+    tile's, ``max |ref|``. No ``+ 1``: an allowance in the data's units."""
     if scale is None:
         finite = ref[np.isfinite(ref)]
         scale = float(np.abs(finite).max()) if finite.size else 0.0
+    return atol + rtol * scale
+
+
+def beyond(got: np.ndarray, ref: np.ndarray, rtol: float, atol: float,
+           scale: np.ndarray | None = None) -> np.ndarray:
+    """Elements of ``got`` farther from ``ref`` than the bound (:func:`_bound`; NaN where both are NaN is equal)."""
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
     with np.errstate(invalid="ignore"):
-        close = np.abs(got - ref) <= atol + rtol * scale  # no `+ 1`: an allowance in the data's units
+        close = np.abs(got - ref) <= _bound(ref, rtol, atol, scale)
     same_special = (np.isnan(got) & np.isnan(ref)) | (np.isinf(ref) & (got == ref))
     return ~(close | same_special)
+
+
+def resolution(ref: np.ndarray, rtol: float, atol: float, scale: np.ndarray | None = None) -> float:
+    """The least ``r`` for which a result ``(1 + r) * ref`` (every element off by the fraction ``r``)
+    fails the comparison: the least ``bound / |ref|`` over the nonzero finite reference elements;
+    inf without one (no relative error to miss; a nonzero result still fails). With an f16
+    accumulator over K=4096 terms the model's sound bound is above every value of C, so C * 1.5
+    passed it: at :data:`RESOLUTION_LIMIT` or more the output is not judged."""
+    ref = np.asarray(ref, np.float64)
+    nonzero = np.isfinite(ref) & (ref != 0)
+    if not nonzero.any():
+        return float("inf")
+    bound = np.broadcast_to(_bound(ref, rtol, atol, scale), ref.shape)
+    return float((bound[nonzero] / np.abs(ref[nonzero])).min())
 
 
 def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: object,
@@ -344,13 +371,14 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
 
     A reference that is not a dict, names a tensor that is not an output, or has the wrong shape is
     a :class:`~tilesim.errors.TilesimError`; outputs it leaves out, or gives no finite element of (NaN
-    or inf everywhere), are not judged.
+    or inf everywhere), are not judged; nor are outputs whose bound passes a result off by
+    :data:`RESOLUTION_LIMIT` everywhere (:func:`resolution`).
     """
     if not isinstance(reference, dict):
         raise TilesimError(f"the reference must be a dict of output tensors, got {type(reference).__name__}")
     shapes = {t.name: tuple(t.shape) for t in prog.tensors if t.output}
     rtol, atol = result_tolerance(prog, simulated=True)
-    max_abs, bad, per_element, nan_only, scales = [], [], [], [], []
+    max_abs, bad, per_element, nan_only, scales, resolutions = [], [], [], [], [], []
     magnitude = usable_magnitude(reference, magnitude, arrays)
     derived: dict[str, np.ndarray] | None = None  # the program on |inputs|, where no magnitude is given
     for name, ref in reference.items():
@@ -378,7 +406,9 @@ def check_reference(prog: Program, outputs: dict[str, np.ndarray], reference: ob
             per_element.append(name)
             scales.append((name, scale))
         bad.append((name, beyond(got, ref, rtol, atol, scale)))
+        resolutions.append((name, resolution(ref, rtol, atol, scale)))
+    vacuous = tuple(n for n, r in resolutions if RESOLUTION_LIMIT <= r < float("inf"))
     return ReferenceCheck(tuple(max_abs), tuple(bad), rtol, atol,
-                          tuple(n for n in shapes if n not in reference or n in nan_only),
+                          tuple(n for n in shapes if n not in reference or n in nan_only or n in vacuous),
                           tuple(per_element), tuple(cast_types(prog)), tuple(inexact_inputs(prog, arrays)),
-                          tuple(scales))
+                          tuple(scales), tuple(resolutions), vacuous)

@@ -63,7 +63,7 @@ import numpy as np
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
 from tilesim.diff.judge import (HOW_TO_JUDGE, NOT_JUDGED_NOTE, check_errors as _check_errors, combined_status,
-                                loose_note, simulation_errors, unjudged_note)
+                                loose_note, simulation_errors, unjudged_note, vacuous_note)
 from tilesim.diff.reference import (ReferenceCheck, beyond, check_reference, inexact_inputs,
                                     result_tolerance)
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
@@ -278,10 +278,14 @@ class _Judge:
                 return Verdict(failing, self.prog, f"{why}; {status} otherwise: {reason}", **common, **kw)
             unjudged = self.ref is None or not self.ref.max_abs
             if status in _NO_RUN and (unjudged or self.ref.unjudged):  # no reference, no run: cannot tell (exit 4)
-                what = ("the outputs" if unjudged else f"output(s) {', '.join(self.ref.unjudged)} (no reference "
-                        "for them)")
-                return Verdict("NOT_JUDGED", self.prog, f"nothing compared {what} with anything independent "
-                               f"of the program (no reference, no device or emulator run); ran: "
+                missing = [] if unjudged else [n for n in self.ref.unjudged if n not in self.ref.vacuous]
+                what = (["nothing compared the outputs with anything independent of the program (no reference, "
+                         "no device or emulator run)"] if unjudged else []) + (
+                    [f"nothing compared output(s) {', '.join(missing)} (no reference for them) with anything "
+                     f"independent of the program (no reference, no device or emulator run)"] if missing else []) + (
+                    [f"the float64 reference cannot judge output(s) {', '.join(self.ref.vacuous)} and no device or "
+                     f"emulator ran: {vacuous_note(self.ref)}"] if not unjudged and self.ref.vacuous else [])
+                return Verdict("NOT_JUDGED", self.prog, f"{'; '.join(what)}; ran: "
                                f"{', '.join(self.paths) or 'nothing'}; {status} with a reference: {reason}; "
                                f"to judge it, {_how_to_judge(self.prog)}", **common, **kw)
             if EXIT_STATUS[status] == 0:  # a device agreeing with the simulator: intent unjudged

@@ -1,0 +1,144 @@
+"""A comparison that cannot fail is no judgement: where the numerics model's bound is at least half of
+every nonzero reference value of an output, a result off by 50% everywhere passes it, so tilesim
+says NOT_JUDGED (exit 4) instead of REFERENCE_OK.
+
+The case: ``v_wmma_f16_16x16x16_f16`` over K=4096 rounds its f16 accumulator 256 times; the sound
+bound of that (rtol 0.25 relative to ``|A| |B|``, ~2600 here) is above every value of C (~43
+typical, 107 at most), so with the per-element scale ``|A| |B|`` (a ``reference()`` evaluated on
+|inputs|, as the command line does, or ``reference_magnitude=``) a kernel that multiplies C by 1.5
+was REFERENCE_OK (exit 0). The expected values are float64 numpy on the same inputs; the wrong
+kernels are shown to be far off before tilesim is asked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilesim as ts
+from tilesim.diff.reference import RESOLUTION_LIMIT, check_reference
+
+
+@ts.kernel
+def gemm16(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f16", "M", "N"], *,
+           scale=1.0):
+    op = ts.mma_op("v_wmma_f16_16x16x16_f16")
+    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f16")
+    for k in ts.range(0, A.shape[1], op.k):
+        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+    if scale != 1.0:
+        acc = acc * scale
+    ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+
+@ts.kernel
+def gemm32(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
+           scale=1.0):
+    op = ts.mma_op("v_wmma_f32_16x16x16_f16")
+    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f32")
+    for k in ts.range(0, A.shape[1], op.k):
+        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+    if scale != 1.0:
+        acc = acc * scale
+    ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+
+def _inputs(K: int):
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((32, K)).astype(np.float16)
+    B = rng.standard_normal((K, 32)).astype(np.float16)
+    return {"A": A, "B": B}, A.astype(np.float64) @ B.astype(np.float64)
+
+
+def _abs_product(A, B):
+    return np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.5, 0.5])
+def test_an_f16_accumulator_over_k_4096_is_not_judged_by_a_reference(scale):
+    arrays, want = _inputs(4096)
+    mag = {"C": _abs_product(**arrays)}
+    prog = gemm16.specialize(target="gfx1201", M=32, N=32, K=4096, scale=scale)
+    res = ts.simulate(prog, **arrays)
+    got = np.asarray(res["C"], np.float64)
+    if scale != 1.0:  # the wrong kernels are far from numpy: a third of C's own size and more
+        assert np.abs(got - want).max() > 0.3 * np.abs(want).max()
+    verdict = ts.run(prog, device="none", reference={"C": want}, reference_magnitude=mag, **arrays)
+    assert verdict.status == "NOT_JUDGED" and not verdict.ok
+    assert "half" in verdict.reason and "C" in verdict.reason
+    ref = check_reference(prog, res.outputs, {"C": want}, arrays, mag)
+    assert ref.vacuous == ("C",) and "C" in ref.unjudged
+    assert dict(ref.resolution)["C"] >= RESOLUTION_LIMIT
+
+
+def test_without_the_magnitude_the_tile_scale_judges_k_4096():
+    """A reference dict alone: the scale is capped at the tile's largest value (the program on
+    |inputs|, capped: tilesim/diff/reference.py), where rtol 0.25 can fail: C * 1.5 fails."""
+    arrays, want = _inputs(4096)
+    wrong = gemm16.specialize(target="gfx1201", M=32, N=32, K=4096, scale=1.5)
+    assert ts.run(wrong, device="none", reference={"C": want}, **arrays).status == "SIM_MISMATCH"
+    res = ts.simulate(right := gemm16.specialize(target="gfx1201", M=32, N=32, K=4096), **arrays)
+    ref = check_reference(right, res.outputs, {"C": want}, arrays)
+    assert ref.ok and not ref.vacuous and dict(ref.resolution)["C"] < RESOLUTION_LIMIT
+
+
+def test_the_same_kernel_at_k_1024_is_judged_and_its_scaled_twin_fails():
+    """K=1024: the bound (64 roundings) is below half of C's larger values, so the comparison can fail:
+    the right kernel passes, the one scaled by 1.5 fails."""
+    arrays, want = _inputs(1024)
+    right = ts.run(gemm16.specialize(target="gfx1201", M=32, N=32, K=1024), device="none", reference={"C": want},
+                   **arrays)
+    assert right.ok, right.reason
+    wrong = ts.run(gemm16.specialize(target="gfx1201", M=32, N=32, K=1024, scale=1.5), device="none",
+                   reference={"C": want}, **arrays)
+    assert wrong.status == "SIM_MISMATCH"
+
+
+def test_an_f32_accumulator_reports_a_fine_resolution():
+    arrays, want = _inputs(4096)
+    prog = gemm32.specialize(target="gfx1201", M=32, N=32, K=4096)
+    res = ts.simulate(prog, **arrays)
+    ref = check_reference(prog, res.outputs, {"C": want}, arrays)
+    assert ref.ok and not ref.vacuous and not ref.unjudged
+    assert dict(ref.resolution)["C"] < 1e-3  # would catch a result 0.1% off everywhere
+    wrong = gemm32.specialize(target="gfx1201", M=32, N=32, K=4096, scale=1.01)
+    assert not check_reference(wrong, ts.simulate(wrong, **arrays).outputs, {"C": want}, arrays).ok
+
+
+def test_a_reference_of_zeros_leaves_the_rule_out():
+    """No nonzero reference value: there is no relative error to miss, and a nonzero result still fails."""
+    arrays, _ = _inputs(64)
+    arrays["A"][:] = 0
+    prog = gemm32.specialize(target="gfx1201", M=32, N=32, K=64)
+    res = ts.simulate(prog, **arrays)
+    ref = check_reference(prog, res.outputs, {"C": np.zeros((32, 32))}, arrays)
+    assert ref.ok and not ref.vacuous and dict(ref.resolution)["C"] == float("inf")
+    assert not check_reference(prog, {"C": np.full((32, 32), 1e-3)}, {"C": np.zeros((32, 32))}, arrays).ok
+
+
+def test_the_command_line_exits_4(tmp_path, capsys):
+    from tilesim.cli import main
+
+    src = tmp_path / "g.py"
+    src.write_text(
+        "import numpy as np\nimport tilesim as ts\n"
+        "@ts.kernel\n"
+        "def g(A: ts.Tensor['f16', 'M', 'K'], B: ts.Tensor['f16', 'K', 'N'], C: ts.Tensor['f16', 'M', 'N']):\n"
+        "    op = ts.mma_op('v_wmma_f16_16x16x16_f16')\n"
+        "    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)\n"
+        "    tm, tn = ts.tile_id(0), ts.tile_id(1)\n"
+        "    acc = ts.zeros(op.layout('C'), 'f16')\n"
+        "    for k in ts.range(0, A.shape[1], op.k):\n"
+        "        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout('A')), ts.load(B[k:, tn * op.n:], "
+        "op.layout('B')), acc)\n"
+        "    ts.store(C[tm * op.m:, tn * op.n:], acc * 1.5)\n"
+        "def programs():\n    return [g.specialize(target='gfx1201', M=32, N=32, K=4096)]\n"
+        "def reference(A, B):\n"
+        "    return {'C': A.astype(np.float64) @ B.astype(np.float64)}\n")
+    assert main(["simulate", str(src)]) == 4
+    out = capsys.readouterr().out
+    assert "NOT_JUDGED" in out
