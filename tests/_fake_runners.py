@@ -91,3 +91,8 @@ def small_rows_reversed(em, arrays):
     """The simulator's outputs with rows 16..31 in reverse order: a device bug confined to those rows
     (tests/test_trust_tolerance.py gives them values 1e7 times smaller than rows 0..15)."""
     return {k: np.concatenate([v[:16], v[16:][::-1]]) for k, v in device_like_simulator(em, arrays).items()}
+
+
+def scaled_by_1_5(em, arrays):
+    """A device whose every output is 1.5 times the simulator's (a wrong kernel)."""
+    return {k: v * 1.5 for k, v in device_like_simulator(em, arrays).items()}

@@ -142,3 +142,36 @@ def test_the_command_line_exits_4(tmp_path, capsys):
     assert main(["simulate", str(src)]) == 4
     out = capsys.readouterr().out
     assert "NOT_JUDGED" in out
+
+
+@ts.kernel
+def gemm_sm90(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f16", "M", "N"]):
+    op = ts.mma_op("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16")
+    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
+    tm, tn = ts.tile_id(0), ts.tile_id(1)
+    acc = ts.zeros(op.layout("C"), "f16")
+    for k in ts.range(0, A.shape[1], op.k):
+        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
+    ts.store(C[tm * op.m:, tn * op.n:], acc)
+
+
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_a_device_run_whose_bound_cannot_fail_is_not_a_match(with_reference):
+    """mma.sync with an f16 accumulator over K=1024: a device may round once per product, so the
+    device-vs-simulator bound is 1024 f16 roundings (rtol 1.0); a device whose C is 1.5 times the
+    simulator's was MATCH. At K=64 (rtol 0.06) the same wrong device is MISMATCH and the right one MATCH."""
+    from tests import _fake_runners as fake
+
+    arrays, want = _inputs(1024)
+    kw = {"reference": {"C": want}} if with_reference else {}
+    prog = gemm_sm90.specialize(target="sm_90", M=32, N=32, K=1024)
+    sim = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
+    assert np.abs(1.5 * sim - sim).max() > 0.3 * np.abs(want).max()  # the wrong device is far off
+    v = ts.run(prog, runner=fake.scaled_by_1_5, **kw, **arrays)
+    assert v.status == "NOT_JUDGED" and v.exit_status == 4 and "judged nothing" in v.reason, v.reason
+    assert ts.run(prog, runner=fake.device_like_simulator, **kw, **arrays).status == "NOT_JUDGED"
+    arrays, want = _inputs(64)
+    short = gemm_sm90.specialize(target="sm_90", M=32, N=32, K=64)
+    kw = {"reference": {"C": want}} if with_reference else {}
+    assert ts.run(short, runner=fake.scaled_by_1_5, **kw, **arrays).status == "MISMATCH"
+    assert ts.run(short, runner=fake.device_like_simulator, **kw, **arrays).status == "MATCH"
