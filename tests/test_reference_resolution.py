@@ -12,6 +12,8 @@ kernels are shown to be far off before tilesim is asked.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -142,6 +144,20 @@ def test_the_command_line_exits_4(tmp_path, capsys):
     assert main(["simulate", str(src)]) == 4
     out = capsys.readouterr().out
     assert "NOT_JUDGED" in out
+    assert main(["simulate", str(src), "--format", "json"]) == 4
+    (doc,) = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "NOT_JUDGED" and doc["resolution"]["C"] >= RESOLUTION_LIMIT
+    assert main(["run", str(src), "--device", "none"]) == 4
+
+
+def test_simulate_prints_the_resolution_of_a_judged_comparison(capsys):
+    from tilesim.cli import main
+
+    assert main(["simulate", "examples/gemm.py", "--format", "json"]) == 0
+    docs = json.loads(capsys.readouterr().out)
+    assert docs and all(0 < d["resolution"]["C"] < 1e-4 for d in docs)  # f32 accumulators, K=64
+    assert main(["simulate", "examples/gemm.py"]) == 0
+    assert "resolution: the comparison fails C scaled by 1 ± " in capsys.readouterr().out
 
 
 @ts.kernel

@@ -248,10 +248,16 @@ def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
         doc = {"program": prog.name, "target": prog.target, "status": j.status, "ok": j.ok, "reason": j.reason,
                "check_errors": j.errors, "max_abs_error_vs_reference": errs,
                "reference_ok": None if j.reference is None else j.reference.ok, "report": res.report.summary()}
+        # per output, the least uniform relative error the comparison rejects (None: no nonzero reference value)
+        finest = {} if j.reference is None else {k: None if v == float("inf") else v for k, v in j.reference.resolution}
+        doc["resolution"] = finest
         text = [f"{j.status}: {prog.name} on {prog.target} — {j.reason}"]
         if errs:
             text.append("  simulator vs float64 reference: " + ", ".join(f"max |{k} - reference| = {v:.3g}"
                                                                          for k, v in errs.items()))
+        if any(v is not None for v in finest.values()):
+            text.append("  resolution: the comparison fails " + ", ".join(
+                f"{k} scaled by 1 ± {v:.2g}" for k, v in finest.items() if v is not None) + " (or more)")
         text += [f"  check: {e}" for e in j.errors[:3]] + [str(res.report)]
         if args.inspect is not None:
             text.append(inspect(res, args.inspect, workgroup=args.workgroup, wave=args.wave))
