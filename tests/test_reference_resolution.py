@@ -21,10 +21,14 @@ import tilesim as ts
 from tilesim.diff.reference import RESOLUTION_LIMIT, check_reference
 
 
+WMMA16 = "v_wmma_f16_16x16x16_f16"
+MMA_SYNC16 = "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"
+
+
 @ts.kernel
 def gemm16(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f16", "M", "N"], *,
-           scale=1.0):
-    op = ts.mma_op("v_wmma_f16_16x16x16_f16")
+           scale=1.0, mma=WMMA16):
+    op = ts.mma_op(mma)
     ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
     tm, tn = ts.tile_id(0), ts.tile_id(1)
     acc = ts.zeros(op.layout("C"), "f16")
@@ -160,17 +164,6 @@ def test_simulate_prints_the_resolution_of_a_judged_comparison(capsys):
     assert "resolution: the comparison fails C scaled by 1 ± " in capsys.readouterr().out
 
 
-@ts.kernel
-def gemm_sm90(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f16", "M", "N"]):
-    op = ts.mma_op("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16")
-    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-    tm, tn = ts.tile_id(0), ts.tile_id(1)
-    acc = ts.zeros(op.layout("C"), "f16")
-    for k in ts.range(0, A.shape[1], op.k):
-        acc = ts.mma(op, ts.load(A[tm * op.m:, k:], op.layout("A")), ts.load(B[k:, tn * op.n:], op.layout("B")), acc)
-    ts.store(C[tm * op.m:, tn * op.n:], acc)
-
-
 @pytest.mark.parametrize("with_reference", [False, True])
 def test_a_device_run_whose_bound_cannot_fail_is_not_a_match(with_reference):
     """mma.sync with an f16 accumulator over K=1024: a device may round once per product, so the
@@ -180,14 +173,14 @@ def test_a_device_run_whose_bound_cannot_fail_is_not_a_match(with_reference):
 
     arrays, want = _inputs(1024)
     kw = {"reference": {"C": want}} if with_reference else {}
-    prog = gemm_sm90.specialize(target="sm_90", M=32, N=32, K=1024)
+    prog = gemm16.specialize(target="sm_90", M=32, N=32, K=1024, mma=MMA_SYNC16)
     sim = np.asarray(ts.simulate(prog, **arrays)["C"], np.float64)
     assert np.abs(1.5 * sim - sim).max() > 0.3 * np.abs(want).max()  # the wrong device is far off
     v = ts.run(prog, runner=fake.scaled_by_1_5, **kw, **arrays)
     assert v.status == "NOT_JUDGED" and v.exit_status == 4 and "judged nothing" in v.reason, v.reason
     assert ts.run(prog, runner=fake.device_like_simulator, **kw, **arrays).status == "NOT_JUDGED"
     arrays, want = _inputs(64)
-    short = gemm_sm90.specialize(target="sm_90", M=32, N=32, K=64)
+    short = gemm16.specialize(target="sm_90", M=32, N=32, K=64, mma=MMA_SYNC16)
     kw = {"reference": {"C": want}} if with_reference else {}
     assert ts.run(short, runner=fake.scaled_by_1_5, **kw, **arrays).status == "MISMATCH"
     assert ts.run(short, runner=fake.device_like_simulator, **kw, **arrays).status == "MATCH"
