@@ -71,11 +71,13 @@ from tilesim.hw import amd, nvidia, offline  # module attributes, looked up at c
 from tilesim.hw.watchdog import Opaque, guarded_call
 from tilesim.hw.watchdog import device_timeout as _device_timeout
 from tilesim.ir.core import Program
-from tilesim.ir.ops import ELEMENTWISE
+from tilesim.ir.ops import ELEMENTWISE, TENSOR_KINDS
 from tilesim.isa import IsaError, emulate_program
 from tilesim.isa.launch import SUPPORTED_FAMILIES
 from tilesim.layouts.pictures import svg_heatmap
 from tilesim.matrix.catalog import ISA_PREFIXES
+from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.numerics import quantize
 from tilesim.targets import get_target
 from tilesim.wave.sim import SimResult, simulate
 
@@ -343,6 +345,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     # an LDS race or disagreeing replicas the simulator saw leave the device's result undefined
     judge = _Judge(prog, check_errors + simulation_errors(res), res, ref, reference)
     judge.inexact = inexact_inputs(prog, arrays) if reference is not None else []
+    run_arrays = {**arrays, **_unwritten_marks(prog, res)}  # what the device / emulator starts from
     try:
         em = emit_hip(prog)
     except CodegenError as e:
@@ -361,7 +364,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         isa = [ln.strip() for ln in comp.isa.splitlines()
                if ln.strip().startswith(ISA_PREFIXES)][:3]
         if device == "emulator":
-            return _emulate(prog, judge, reference, arrays, md, isa)
+            return _emulate(prog, judge, reference, run_arrays, md, isa)
         why = "--device none" if device == "none" else None if runner is not None else amd.hip_runtime_missing()
         if why is not None:
             judge.not_taken["device-run"] = why
@@ -381,7 +384,7 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
         # the device process probes (once, there): this process never initialises CUDA
         fn, desc, probe, min_cc = nvidia.run_nvidia, "", nvidia.cuda_device, int(re.sub(r"\D", "", t.name) or 0)
     try:
-        dr = guarded_call(fn, em, arrays, timeout_s=limit, what=em.kernel + (f" on {desc}" if desc else ""),
+        dr = guarded_call(fn, em, run_arrays, timeout_s=limit, what=em.kernel + (f" on {desc}" if desc else ""),
                           probe=probe, min_cc=min_cc, target=t.name)
         if dr.unavailable is not None:
             judge.not_taken["device-run"] = dr.unavailable
@@ -407,6 +410,37 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     judge.paths.append("device-run")
     return _judge_device(prog, judge, {k: np.asarray(v, np.float64) for k, v in dr.outputs.items()},
                          reference, arrays, desc, cc_text, md, isa)
+
+
+_MARKS = (-12345.5, 31337.25, -1e30, 1e30, -448.0, 448.0, -6.0, 6.0, -4.0, 4.0, -3.0, 3.0, -2.0, 2.0, -1.5, 1.5,
+          -1.0, 1.0, -0.5, 0.5)  # first tried: values a result seldom holds
+
+
+def _unwritten_marks(prog: Program, res: SimResult) -> dict[str, np.ndarray]:
+    """Initial values for the device's (or emulator's) output buffers: each output the program never reads
+    starts, where the simulation wrote it, at a value its simulated result holds nowhere, so an element the
+    compiled code leaves unwritten differs from the simulation. Zeros (what the runners start from) let code that skips stores pass
+    wherever the right value is 0 (a relu's zeros, a zero-padded edge). An output the program reads
+    (accumulating through it) starts as the simulation did; one whose result holds every candidate keeps zeros."""
+    read = {op.attr("tensor") for op in prog.walk() if op.kind in TENSOR_KINDS and op.kind != "store"}
+    out = {}
+    for t in prog.tensors:
+        if not t.output or t.name in read:
+            continue
+        d = dtype(t.dtype)
+        held = np.unique(np.asarray(res.outputs[t.name], np.float64))
+        if d.kind == "float":
+            with np.errstate(all="ignore"):
+                cands = np.asarray(quantize(np.array(_MARKS), d.name), np.float64)
+        else:
+            lo, hi = (0, (1 << d.bits) - 1) if d.kind == "uint" else (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1)
+            cands = np.array([lo, hi, lo + 1, hi - 1, *(v for v in _MARKS if lo <= v <= hi and v == int(v))], np.float64)
+        free = [c for c in cands if np.isfinite(c) and c != 0 and not np.isin(c, held)]
+        if free:  # only where the simulation wrote: an element it left unwritten starts at its zero, as there
+            prov = res.provenance.get(t.name)
+            written = np.ones(t.shape, bool) if prov is None else prov[..., 0] >= 0
+            out[t.name] = np.where(written, free[0], 0.0)
+    return out
 
 
 def _emulate(prog: Program, judge: _Judge, reference: dict[str, Any] | None, arrays: dict[str, np.ndarray],
