@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from tilesim.errors import InputError, choices
 from tilesim.ir.core import Program, Value
 from tilesim.matrix.dtypes import dtype
+from tilesim.matrix.numerics import quantize
 
 __all__ = ["check_inputs"]
 
@@ -27,12 +29,39 @@ def _frag_ids(prog: Program) -> list[int]:
     return sorted(ids)
 
 
-def _check_integers(name: str, dt: str, a: Any) -> None:
+def _check_floats(name: str, d: Any, arr: np.ndarray) -> None:
+    """A finite value a float tensor's type overflows on (1e6 in an f16: inf; 1e4 in an fp8: NaN) is
+    refused, as an integer out of range is: the kernel would read another value than the given one. A
+    non-finite value given is the caller's own; rounding within the range is documented (rounded_inputs).
+    Only elements past the type's largest finite value are rounded to look."""
+    if arr.dtype.kind not in "fiu" or arr.dtype == np.dtype(d.np) or arr.size == 0:
+        return
+    try:
+        top = float(np.finfo(np.float32).max if d.truncated_f32 else ml_dtypes.finfo(d.np).max)
+    except (TypeError, ValueError):
+        top = 0.0
+    with np.errstate(all="ignore"):
+        x = arr.astype(np.float64)
+        big = np.isfinite(x) & (np.abs(x) > top)
+        if not big.any():
+            return
+        bad = np.zeros(arr.shape, bool)
+        bad[big] = ~np.isfinite(np.asarray(quantize(x[big], d.name), np.float64))
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"simulate(): tensor {name} is {d.name} (largest finite value {top:.6g}); element {at} is "
+                         f"{x[at]!r}, which it holds only as inf or NaN ({int(bad.sum())} such element(s)): give "
+                         f"values the type holds"[:300])
+
+
+def _check_held(name: str, dt: str, a: Any) -> None:
     """An integer tensor's values must be integers its type holds: the simulator would wrap 300 to 44 in
     an i8 and truncate 1.5 to 1, simulating other inputs than the caller's (a reference computed from
     the given values then blamed the kernel). Arrays of a numpy integer type inside the range pass
     without a scan."""
     d = dtype(dt)
+    if d.kind == "float":
+        return _check_floats(name, d, np.asarray(a))
     if d.kind not in ("int", "uint"):
         return
     lo, hi = (0, (1 << d.bits) - 1) if d.kind == "uint" else (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1)
@@ -74,7 +103,7 @@ def check_inputs(prog: Program, arrays: Mapping[str, Any], trace: Any) -> tuple[
                              f"({type(a).__name__} {str(a)[:40]!r})"[:300])
     for t in prog.tensors:
         if t.name in arrays and not t.output:
-            _check_integers(t.name, t.dtype, arrays[t.name])
+            _check_held(t.name, t.dtype, arrays[t.name])
     if isinstance(trace, (str, bytes)) or not isinstance(trace, Iterable):
         raise InputError(f"simulate(): trace must be a tuple of fragment value ids, got {trace!r}"[:300])
     frags = _frag_ids(prog)
