@@ -1,6 +1,6 @@
 """Files tilesim writes where the user says (``--out``, ``--heatmap``, the gallery folder), the one
 reader of the files it is given (program JSON, HIP sources, layout specs: :func:`read_input`; arrays
-as ``.npz``: :func:`read_arrays`), and the one strict reader of the JSON documents it reads
+as ``.npz``: :func:`read_arrays`, one ``.npy``: :func:`read_array`), and the one strict reader of the JSON documents it reads
 (programs, layouts, Gluon specs).
 
 Never through a symbolic link — a link planted where the output goes would make tilesim overwrite
@@ -21,7 +21,7 @@ from typing import Any
 
 from tilesim.errors import OutputError, TilesimError, choices
 
-__all__ = ["refuse_link", "write_output", "read_input", "read_arrays", "strict_json", "check_keys",
+__all__ = ["refuse_link", "write_output", "read_input", "read_array", "read_arrays", "strict_json", "check_keys",
            "MAX_PROGRAM_BYTES", "MAX_SOURCE_BYTES", "MAX_ARRAY_BYTES"]
 
 MAX_PROGRAM_BYTES = 32 << 20  # the largest example program (block_gemm, its layouts inline) is ~1 MB
@@ -77,6 +77,24 @@ def read_arrays(path: str | os.PathLike[str], what: str, limit: int, error: type
     except (OSError, EOFError, zipfile.BadZipFile) as e:
         raise error(f"{where}: not a readable .npz archive: {e}"[:300]) from None
     return out
+
+
+def read_array(path: str | os.PathLike[str], what: str, limit: int, error: type[TilesimError]) -> Any:
+    """The array of the ``.npy`` file ``path`` (``np.save``), or ``error`` naming why not: as
+    :func:`read_input` (a regular file of at most ``limit`` bytes: a FIFO blocked ``np.load`` forever), and
+    data only (``allow_pickle=False``)."""
+    import numpy as np
+
+    where = f"{what} {ascii(str(path))[1:-1]}"
+    data = _read_bytes(path, what, limit, error)
+    try:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except ValueError as e:
+        if "allow_pickle" in str(e):
+            raise error(f"{where}: array holds pickled Python objects; only numeric arrays are read") from None
+        raise error(f"{where}: not a readable .npy array: {e}"[:300]) from None
+    except (OSError, EOFError) as e:
+        raise error(f"{where}: not a readable .npy array: {e}"[:300]) from None
 
 
 def _read_bytes(path: str | os.PathLike[str], what: str, limit: int, error: type[TilesimError]) -> bytes:

@@ -20,6 +20,7 @@ import numpy as np
 
 from tilesim.budget import check_elements
 from tilesim.errors import choices
+from tilesim.files import MAX_ARRAY_BYTES, read_array
 from tilesim.hw.offline import compile_hip
 from tilesim.isa.api import Emulation, emulate
 from tilesim.isa.asm import IsaError
@@ -93,10 +94,7 @@ def _materialise(a: ArgSpec, rng: np.random.Generator) -> tuple[str, np.ndarray]
     if a.kind == "scalar":
         return _dtype(a.dtype).type(a.value)
     if a.path is not None:
-        try:
-            return a.name, np.load(a.path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise IsaError(f"argument {a.name}: cannot read {a.path}: {e}") from None
+        return a.name, read_array(a.path, f"argument {a.name}:", MAX_ARRAY_BYTES, IsaError)  # no FIFO, no size
     dt = _dtype(a.dtype)
     if a.zeros:
         return a.name, np.zeros(a.shape, dt)
