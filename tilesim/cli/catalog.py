@@ -4,16 +4,30 @@ check-layout, gallery, devices, demo."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+from tilesim.cli.parser import UsageError
+from tilesim.demo import tour
 from tilesim.errors import TilesimError
+from tilesim.files import refuse_link, write_output
+from tilesim.gallery import build_gallery
+from tilesim.hw.amd import amd_device
+from tilesim.hw.nvidia import cuda_device
+from tilesim.layouts.pictures import png, svg, svg_compare
+from tilesim.layouts.render import render, render_registers
+from tilesim.matrix.catalog import instructions, lookup, rows
+from tilesim.matrix.explain import explain, row_summary
+from tilesim.matrix.query import INDEX_NAMES, element_owners, formulas, register_contents
+from tilesim.matrix.sparse import meta_layout, values_layout
+from tilesim.targets import TARGETS, get_target
 
 
 def cmd_targets(args: argparse.Namespace) -> str:
-    from tilesim.targets import TARGETS
-
     if args.format == "json":
         return json.dumps([_target_json(t) for t in TARGETS.values()], indent=1)
     hdr = f"{'target':8} {'family':8} {'waves':7} {'VGPRs':>5} {'LDS':>7} {'banks':>5}  {'matrix path':11} {'fp8':5} product"
@@ -28,18 +42,12 @@ def cmd_targets(args: argparse.Namespace) -> str:
 
 
 def _target_json(t: object) -> dict[str, object]:
-    from dataclasses import asdict
-
     d = asdict(t)  # type: ignore[call-overload]
     d["features"] = sorted(d["features"])
     return d
 
 
 def cmd_instructions(args: argparse.Namespace) -> str:
-    from tilesim.targets import get_target
-    from tilesim.matrix.catalog import instructions, lookup
-    from tilesim.matrix.explain import row_summary
-
     t = get_target(args.arch)
     names = instructions(t.name)
     if args.format == "json":
@@ -56,9 +64,6 @@ def cmd_instructions(args: argparse.Namespace) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> str:
-    from tilesim.matrix.catalog import lookup
-    from tilesim.matrix.explain import explain
-
     row = lookup(args.mnemonic, args.arch)
     if args.format == "json":
         return json.dumps(explain(row, wave_size=args.wave, as_dict=True), indent=1)
@@ -66,11 +71,6 @@ def cmd_explain(args: argparse.Namespace) -> str:
 
 
 def cmd_layout(args: argparse.Namespace) -> str:
-    from pathlib import Path
-
-    from tilesim.layouts.render import render, render_registers
-    from tilesim.matrix.catalog import lookup
-
     row = lookup(args.instr, args.arch)
     lay = _operand_layout(row, args)
     if args.format == "table" and args.out and Path(args.out).suffix.lower() in (".svg", ".png"):
@@ -79,8 +79,6 @@ def cmd_layout(args: argparse.Namespace) -> str:
     if args.get_register or args.matrix_entry:
         return _layout_query(args, lay)
     if args.format in ("svg", "png"):
-        from tilesim.errors import TilesimError
-        from tilesim.layouts.pictures import png, svg, svg_compare
 
         title = f"{row.mnemonic} {args.operand.upper()} on {args.arch} (wave{args.wave or row.wave_sizes[0]})"
         if args.compare:
@@ -91,9 +89,7 @@ def cmd_layout(args: argparse.Namespace) -> str:
         if args.format == "png":
             if not args.out:
                 raise TilesimError("--format png needs --out FILE")
-            import io
 
-            from tilesim.files import refuse_link, write_output
 
             refuse_link(args.out, "--out")  # before rendering
             buf = io.BytesIO()
@@ -101,14 +97,12 @@ def cmd_layout(args: argparse.Namespace) -> str:
             write_output(args.out, buf.getvalue(), "--out")
             return f"wrote {args.out}"
         if args.out:
-            from tilesim.files import write_output
 
             write_output(args.out, text, "--out")
             return f"wrote {args.out}"
         return text
     if args.view == "registers" and args.format in ("table", "markdown"):
         return render_registers(lay, args.format)
-    from tilesim.targets import get_target
 
     meta = {"arch": get_target(args.arch).name, "instruction": row.mnemonic, "operand": args.operand.upper(),
             "wave": args.wave or row.wave_sizes[0], "cbsz": args.cbsz, "abid": args.abid, "blgp": args.blgp,
@@ -121,7 +115,6 @@ def _operand_layout(row: Any, args: argparse.Namespace, mods: bool = True) -> An
     compressed A a tile program loads) and ``index`` (its metadata bytes), tilesim.matrix.sparse."""
     m = dict(cbsz=args.cbsz, abid=args.abid, blgp=args.blgp, opsel=args.opsel) if mods else {}
     if str(args.operand).lower() in ("values", "index"):
-        from tilesim.matrix.sparse import meta_layout, values_layout
 
         make = values_layout if args.operand.lower() == "values" else meta_layout
         return make(row, args.wave, **{k: v for k, v in m.items() if k != "blgp"})
@@ -130,7 +123,6 @@ def _operand_layout(row: Any, args: argparse.Namespace, mods: bool = True) -> An
 
 def _refuse_ignored_layout_flags(args: argparse.Namespace) -> None:
     """A flag the chosen output would silently ignore is a usage error, not a surprise."""
-    from tilesim.errors import TilesimError
 
     query = args.get_register or args.matrix_entry
     bad = []
@@ -153,11 +145,6 @@ def _refuse_ignored_layout_flags(args: argparse.Namespace) -> None:
 
 
 def _layout_query(args: argparse.Namespace, lay: object) -> str:
-    import json
-
-    from tilesim.errors import TilesimError
-    from tilesim.matrix.query import INDEX_NAMES, element_owners, formulas, register_contents
-
     op = args.operand.upper()
     if args.get_register:
         names = INDEX_NAMES.get(op, ("i", "k"))
@@ -183,7 +170,6 @@ def _layout_query(args: argparse.Namespace, lay: object) -> str:
 
 
 def cmd_check_layout(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.cli.parser import UsageError
     from tilesim.frameworks.check import check_layout
 
     shape = None
@@ -206,7 +192,6 @@ def cmd_check_layout(args: argparse.Namespace) -> tuple[str, int]:
 
 def _layout_picture(args: argparse.Namespace, shape: tuple[int, ...] | None) -> str:
     """Write the thread-value picture of ``args.spec`` to ``args.picture``; the path written."""
-    from tilesim.files import write_output
     from tilesim.frameworks.check import parse_spec
     from tilesim.frameworks.gluon_picture import svg
     from tilesim.frameworks.ttg_text import looks_like_ttg, parse_ttg
@@ -220,15 +205,10 @@ def _layout_picture(args: argparse.Namespace, shape: tuple[int, ...] | None) -> 
 
 
 def cmd_gallery(args: argparse.Namespace) -> str:
-    from tilesim.errors import TilesimError
-    from tilesim.gallery import build_gallery
-    from tilesim.matrix.catalog import rows
-
     fams = sorted({r.family for r in rows()})
     bad = [f for f in (args.family or []) if f not in fams]
     if bad:
         raise TilesimError(f"unknown family {bad[0]!r}; families: {', '.join(fams)}")
-    from pathlib import Path
 
     def progress(done: int, total: int) -> None:  # a terminal sees it; pipes and logs stay clean
         print(f"\r  gallery: {done}/{total} instruction pages", end="" if done < total else "\n", file=sys.stderr,
@@ -243,9 +223,6 @@ def cmd_gallery(args: argparse.Namespace) -> str:
 
 
 def cmd_devices(args: argparse.Namespace) -> str:
-    from tilesim.hw.amd import amd_device
-    from tilesim.hw.nvidia import cuda_device
-
     cc, nv = cuda_device()
     ok, amd = amd_device()
     doc = {"nvidia": {"usable": cc is not None, "compute_capability": cc, "detail": nv},
@@ -258,8 +235,6 @@ def cmd_devices(args: argparse.Namespace) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> str:
-    from tilesim.demo import tour
-
     return tour(fmt=args.format)
 
 

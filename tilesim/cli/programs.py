@@ -4,29 +4,43 @@ simulate, emit, compile, run, port; and emulate/audit of HIP files."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
 import sys
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
 
-from tilesim.errors import CheckWarning, InputError, TilesimError
-from tilesim.errors import choices as _choices
+import numpy as np
 
 from tilesim.cli.parser import UsageError
+from tilesim.codegen import emit_hip
+from tilesim.diff import exit_status, judge_simulation, magnitude_inputs, rounded_inputs, run
+from tilesim.diff.judge import combined_status
+from tilesim.errors import CheckWarning, InputError, TilesimError
+from tilesim.errors import choices as _choices
+from tilesim import files  # its size limits read at use (tests lower them)
+from tilesim.files import read_arrays, read_input, write_output
+from tilesim.hw.offline import compile_hip
+from tilesim.ir.core import Program
+from tilesim.ir.verify import check
+from tilesim.isa.audit import audit
+from tilesim.isa import hipfile  # its emulate_hip looked up at use (tests replace it)
+from tilesim.matrix.dtypes import dtype
+from tilesim.port import PortError, port
+from tilesim.targets import get_target
+from tilesim.wave.inspect import inspect
+from tilesim.wave.sim import simulate
 
 
 def _load_programs(path: str, target: str | None) -> tuple[list, object]:
-    import importlib.util
-    from pathlib import Path
-
-    from tilesim.ir.core import Program
-
-    from tilesim.files import MAX_PROGRAM_BYTES, read_input
-
     p = Path(path)
     if not p.exists():
         raise TilesimError(f"no such file: {path}")
     module = None
     if p.suffix == ".json":
-        progs = [Program.from_json(read_input(p, "program file", MAX_PROGRAM_BYTES, TilesimError))]
+        progs = [Program.from_json(read_input(p, "program file", files.MAX_PROGRAM_BYTES, TilesimError))]
     elif p.suffix == ".py":
         if not p.is_file():  # a FIFO would block the import forever
             raise TilesimError(f"{path} is not a regular file (a FIFO, device or folder)")
@@ -54,7 +68,6 @@ def _load_programs(path: str, target: str | None) -> tuple[list, object]:
     if not progs:  # nothing checked, simulated or run is no pass: every command refuses it (exit 2)
         raise TilesimError(f"{path}: programs() returned no programs, so there is nothing to check, simulate or run")
     if target:
-        from tilesim.targets import get_target
 
         name = get_target(target).name
         have = sorted({pr.target for pr in progs})
@@ -76,7 +89,6 @@ def _user(module: object, fn: str, path: str, *args: object, **kwargs: object) -
 
 def _expand_paths(paths: list[str]) -> list[str]:
     """Files as given; a folder becomes its ``*.py`` and ``*.json`` files (sorted, none starting with ``_``)."""
-    from pathlib import Path
 
     out = []
     for path in paths:
@@ -95,10 +107,6 @@ def _expand_paths(paths: list[str]) -> list[str]:
 def _random_inputs(prog: object, seed: int) -> dict:
     """Standard normal inputs as the kernel reads them: float tensors rounded to their type
     (tilesim.diff.rounded_inputs; bf16 and fp8 as float64 values), integer tensors truncated."""
-    import numpy as np
-
-    from tilesim.diff import rounded_inputs
-    from tilesim.matrix.dtypes import dtype
 
     rng = np.random.default_rng(seed)
     arrays = {}
@@ -112,7 +120,6 @@ def _random_inputs(prog: object, seed: int) -> dict:
 def _inputs(module: object, prog: object, args: object) -> dict:
     """The inputs ``simulate`` and ``run`` give a program: ``--inputs FILE.npz``, else the file's ``inputs()``,
     else random ones; rounded to what the kernel reads (``reference()`` sees the same)."""
-    from tilesim.diff import rounded_inputs
 
     if getattr(args, "inputs", None):
         arrays = _arrays_for(_npz(args.inputs, "--inputs"), prog, f"--inputs {args.inputs}", output=False)
@@ -124,9 +131,7 @@ def _inputs(module: object, prog: object, args: object) -> dict:
 
 
 def _npz(path: str, what: str) -> dict:
-    from tilesim.files import MAX_ARRAY_BYTES, read_arrays
-
-    return read_arrays(path, what, MAX_ARRAY_BYTES, InputError)
+    return read_arrays(path, what, files.MAX_ARRAY_BYTES, InputError)
 
 
 def _expected(args: argparse.Namespace, progs: list, module: object) -> dict | None:
@@ -151,7 +156,6 @@ def _references(module: object, prog: object, path: str, arrays: dict,
     tilesim.diff.program_magnitude),
     or the file's ``reference()`` on ``arrays`` and, where the program is monotone, on ``|arrays|`` (the
     per-element error scale); ``(None, None)`` without either."""
-    from tilesim.diff import magnitude_inputs
 
     if expected is not None:
         return _arrays_for(expected, prog, f"--expect {expect_path}", output=True), None
@@ -167,7 +171,6 @@ def _references(module: object, prog: object, path: str, arrays: dict,
 
 def _reference(ref: object, prog: object, path: str) -> dict:
     """The user's ``reference()`` result, checked: ``{output tensor: real array of its shape}``."""
-    from collections.abc import Mapping
 
     if not isinstance(ref, Mapping):
         outs = [t.name for t in prog.tensors if t.output]
@@ -179,7 +182,6 @@ def _reference(ref: object, prog: object, path: str) -> dict:
 def _arrays_for(given: object, prog: object, where: str, *, output: bool, complete: bool = True) -> dict:
     """``given`` checked against ``prog``'s output tensors (``output``) or input tensors: every name one of
     them, each a real numeric array of the tensor's shape, and (``complete``) every tensor given."""
-    import numpy as np
 
     kind = "output" if output else "input"
     want = {t.name: tuple(t.shape) for t in prog.tensors if t.output == output}
@@ -204,8 +206,6 @@ def _arrays_for(given: object, prog: object, where: str, *, output: bool, comple
 
 
 def cmd_check(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.ir.verify import check
-
     progs, paths = [], _expand_paths(args.file)
     for path in paths:
         try:
@@ -226,13 +226,6 @@ def cmd_check(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> tuple[str, int]:
-    import warnings
-
-    from tilesim.diff import judge_simulation
-    from tilesim.diff.judge import combined_status
-    from tilesim.wave.inspect import inspect
-    from tilesim.wave.sim import simulate
-
     progs, module = _load_programs(args.file, args.target)
     expected = _expected(args, progs, module)
     out, docs, codes = [], [], []
@@ -274,7 +267,6 @@ def _refuse_quietly(progs: list) -> tuple[dict[str, list[str]], int, dict[str, o
     """Each program's check errors, told on stderr: emit and compile still write their output
     (it is what the program says), but exit 1, so a wrong program is never an "OK" (fail closed).
     Also each program's check report (None where the check could not finish), for compile's estimates."""
-    from tilesim.ir.verify import check
 
     errs, reports = {}, {}
     for p in progs:
@@ -290,8 +282,6 @@ def _refuse_quietly(progs: list) -> tuple[dict[str, list[str]], int, dict[str, o
 
 
 def cmd_emit(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.codegen import emit_hip
-
     prog, _ = _load_programs(args.file, args.target)
     emitted = [emit_hip(p) for p in prog]
     errs, code, _ = _refuse_quietly(prog)
@@ -305,9 +295,6 @@ def cmd_emit(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def cmd_compile(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.codegen import emit_hip
-    from tilesim.hw.offline import compile_hip
-
     progs, _ = _load_programs(args.file, args.target)
     docs, lines = [], []
     errs, code, reports = _refuse_quietly(progs)
@@ -329,8 +316,6 @@ def cmd_compile(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.diff import exit_status, run
-
     progs, module = _load_programs(args.file, args.target)
     expected = _expected(args, progs, module)
     verdicts = []
@@ -342,7 +327,6 @@ def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
     code = exit_status(verdicts)
     bad = [v for v in verdicts if v.mismatch_counts is not None]
     if args.heatmap and bad:
-        from tilesim.files import write_output
 
         write_output(args.heatmap, bad[0].heatmap_svg(), "--heatmap")
     if args.format == "json":
@@ -351,10 +335,6 @@ def cmd_run(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def cmd_port(args: argparse.Namespace) -> tuple[str, int]:
-    from tilesim.codegen import emit_hip
-    from tilesim.targets import get_target
-    from tilesim.port import PortError, port
-
     to = get_target(args.to).name  # an unknown target is a usage error (exit 2), not a refusal
     progs, _ = _load_programs(args.file, args.target)
     docs, text, refused = [], [], 0
@@ -379,28 +359,18 @@ def cmd_port(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
-    import os
-
-    import numpy as np
-
-    from tilesim.isa.hipfile import emulate_hip
-
     def dims(text: str, what: str) -> tuple[int, ...]:
         try:
             return tuple(int(x) for x in text.split(","))
         except ValueError:
             raise UsageError(f"--{what} {text!r}: expected integers like 4,4") from None
 
-    from tilesim.files import MAX_SOURCE_BYTES, read_input
 
-    source = read_input(args.file, "HIP file", MAX_SOURCE_BYTES, TilesimError)
+    source = read_input(args.file, "HIP file", files.MAX_SOURCE_BYTES, TilesimError)
     if args.audit:
-        from tilesim.hw.offline import compile_hip
-        from tilesim.isa.audit import audit
-        from tilesim.isa.hipfile import materialise
 
         rep = audit(compile_hip(source, args.target, wave_size=args.wave), args.target, args.kernel,
-                    grid=dims(args.grid, "grid"), block=dims(args.block, "block"), args=materialise(args.arg, args.seed))
+                    grid=dims(args.grid, "grid"), block=dims(args.block, "block"), args=hipfile.materialise(args.arg, args.seed))
         if args.format == "json":
             return json.dumps({"ok": rep.ok, "matrix_calls": rep.matrix_calls, "checked": rep.checked,
                                "untraced": rep.untraced, "counts": rep.counts, "notes": list(rep.notes),
@@ -408,7 +378,7 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
                                "hazards": list(rep.hazards)},
                               indent=1), rep.exit_status
         return str(rep), rep.exit_status
-    res, inputs = emulate_hip(source, args.target, args.kernel, grid=dims(args.grid, "grid"),
+    res, inputs = hipfile.emulate_hip(source, args.target, args.kernel, grid=dims(args.grid, "grid"),
                               block=dims(args.block, "block"), args=args.arg, seed=args.seed, wave_size=args.wave)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
