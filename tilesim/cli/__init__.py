@@ -9,7 +9,9 @@ a traceback.
 from __future__ import annotations
 
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from tilesim.cli import catalog as _catalog
@@ -60,9 +62,6 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import signal
-    import threading
-
     in_main = threading.current_thread() is threading.main_thread()
     old_term = signal.signal(signal.SIGTERM, _on_sigterm) if in_main else None
     try:

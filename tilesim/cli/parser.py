@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 from typing import NoReturn
+
+from tilesim.isa.launch import SUPPORTED_FAMILIES
 
 __all__ = ["build_parser", "UsageError"]
 
@@ -61,8 +65,6 @@ def _version() -> str:
     try:
         return version("tilesim")
     except PackageNotFoundError:  # a source tree on sys.path without an install
-        import re
-        from pathlib import Path
         try:
             text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
         except OSError:  # a copied package with neither an install nor the project file
@@ -87,8 +89,6 @@ class _Version(argparse.Action):
 
 def _emulated_targets() -> str:
     """The emulator's families, from the emulator itself (a new family there needs no edit here)."""
-    from tilesim.isa.launch import SUPPORTED_FAMILIES
-
     return (f"an AMD target of a family the emulator models ({', '.join(f.upper() for f in SUPPORTED_FAMILIES)}; "
             "`tilesim targets` lists each family's targets), e.g. gfx1201")
 

@@ -6,6 +6,8 @@ device result is compared bit for bit with what the simulator stored.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
 from tilesim.codegen.hip import Emitted
@@ -33,8 +35,6 @@ def cuda_runtime_missing() -> str | None:
     """Why no CUDA run can happen here, found without importing CuPy or initialising CUDA: CuPy not
     installed, or (on Linux) none of :data:`CUDA_DEVICE_PATHS`. None means "maybe": the device
     process probes with :func:`cuda_device`."""
-    import importlib.util
-
     if importlib.util.find_spec("cupy") is None:
         return "no CUDA runtime: CuPy is not installed (pip install cupy-cuda12x or cupy-cuda13x)"
     if no_device_path(CUDA_DEVICE_PATHS):

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from tilesim.errors import DeviceError
@@ -148,8 +149,6 @@ def save_arrays(folder: Path, prefix: str, arrays: dict[str, Any]) -> dict[str, 
 
 
 def load_arrays(folder: Path, index: dict[str, dict[str, str]]) -> dict[str, Any]:
-    import ml_dtypes
-
     out: dict[str, Any] = {}
     for name, entry in index.items():
         if "file" not in entry:

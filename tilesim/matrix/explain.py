@@ -7,6 +7,7 @@ as index expressions — and, the other way, which element each ``lane``/``slot`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +132,4 @@ def row_summary(r: MatrixInstruction) -> dict[str, object]:
 
 
 def _rename(text: str, names: dict[str, str]) -> str:
-    import re
-
     return re.sub(r"\b(row|col)\b", lambda m: names[m.group(1)], text)
