@@ -41,9 +41,10 @@ exit statuses of run, simulate and check (2: a usage or input error, for every c
             1  at least one error
   emit      1  check reports an error (the source is still written; the errors on stderr); compile too
   port      1  refused (a source program that check rejects is refused)
-  emulate   1  an LDS race, a missing s_waitcnt (a register used while its load may be in flight), or
-               replicated operand copies that differ (which one the hardware reads is unknown)
-  audit     1  a layout finding, or what emulate exits 1 on (a race, a missing s_waitcnt, copies that differ)
+  emulate   1  an LDS race, a missing s_waitcnt (a register used while its load may be in flight),
+               replicated operand copies that differ (which one the hardware reads is unknown), or a
+               read of LDS bytes no store wrote (the hardware's hold leftovers)
+  audit     1  a layout finding, or anything emulate exits 1 on (its emulation's race, hazard, ...)
             3  undecided: no matrix instruction ran, an A/B operand or the stored D could not be traced
 """
 

@@ -386,10 +386,10 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
             np.save(os.path.join(args.out, f"{name}.npy"), arr)
     # a race, a missing s_waitcnt, or replicated operand copies that differ (res.notes: which copy the
     # hardware reads no source states): the hardware may differ from what the emulator wrote
-    bad = 1 if res.races or res.hazards or res.notes else 0
+    bad = 1 if res.races or res.hazards or res.notes or res.unwritten else 0
     doc = {"target": res.target, "kernel": res.kernel, "wave_instructions": res.instructions,
            "seconds": round(res.seconds, 3), "races": [str(r) for r in res.races], "hazards": list(res.hazards),
-           "notes": list(res.notes),
+           "notes": list(res.notes), "unwritten_lds_reads": list(res.unwritten),
            "buffers": {n: {"dtype": str(a.dtype), "shape": list(a.shape), "changed": not np.array_equal(
                a, inputs[n], equal_nan=a.dtype.kind == "f") if n in inputs else True} for n, a in res.buffers.items()}}
     if args.format == "json":
@@ -398,7 +398,7 @@ def cmd_emulate(args: argparse.Namespace) -> tuple[str, int]:
              f"in {res.seconds:.2f} s"]
     lines += [f"  {n}: {d['dtype']}{d['shape']}{' written' if d['changed'] else ''}" for n, d in doc["buffers"].items()]
     lines += [f"  race: {r}" for r in doc["races"]] + [f"  hazard: {h}" for h in res.hazards]
-    lines += [f"  note: {x}" for x in res.notes]
+    lines += [f"  note: {x}" for x in res.notes] + [f"  unwritten LDS read: {x}" for x in res.unwritten]
     if args.out:
         lines.append(f"  buffers saved to {args.out}/NAME.npy")
     return "\n".join(lines), bad

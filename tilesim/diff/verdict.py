@@ -471,6 +471,11 @@ def _emulate(prog: Program, judge: _Judge, reference: dict[str, Any] | None, arr
                             f"flight (a missing s_waitcnt) in the compiled code: {em.hazards[0]}",
                             blame=list(em.hazards[:3]), device=dev, device_name=desc, compile_metadata=md,
                             isa_excerpt=isa, device_vs_sim=v.device_vs_sim)
+    if em.unwritten and v.status == "EMULATED_MATCH":  # zeros in the emulator, leftovers on the hardware
+        return judge.settle("EMULATED_MISMATCH", f"the compiled code reads LDS bytes no store wrote (the emulator's "
+                            f"are zeros, the hardware's what an earlier workgroup left): {em.unwritten[0]}",
+                            blame=list(em.unwritten[:3]), device=dev, device_name=desc, compile_metadata=md,
+                            isa_excerpt=isa, device_vs_sim=v.device_vs_sim)
     if em.notes and v.status == "EMULATED_MATCH":  # the emulator took one copy; the hardware may read another
         return judge.settle("EMULATED_MISMATCH", f"the compiled code feeds a matrix instruction replicated copies "
                             f"that differ (which one the hardware reads is unknown): {em.notes[0]}",

@@ -34,6 +34,7 @@ class Emulation:
     target: str = ""
     kernel: str = ""
     hazards: tuple[str, ...] = ()  # registers used while their load may be in flight (missing s_waitcnt)
+    unwritten: tuple[str, ...] = ()  # LDS reads of bytes no store wrote (the hardware's hold leftovers)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> np.ndarray:
@@ -101,7 +102,8 @@ def emulate(code: str | Compiled, target: str | None = None, kernel: str | None 
     dt = time.perf_counter() - t0
     out = {n: heap.view(n).copy().view(d).reshape(s) for n, (d, s) in shapes.items()}
     return Emulation(out, tuple(races), tuple(notes), st.executed, dt, k.target, k.name,
-                     hazards=tuple(st.hazards.found) if st.hazards is not None else ())
+                     hazards=tuple(st.hazards.found) if st.hazards is not None else (),
+                     unwritten=tuple(st.lds.unwritten) if st.lds is not None else ())
 
 
 def emulate_program(prog: object, inputs: dict[str, np.ndarray] | None = None, **kw: np.ndarray) -> Emulation:

@@ -331,7 +331,8 @@ def audit(code: object, target: str | None = None, kernel: str | None = None, *,
     if untraced_bufs:
         notes.append(f"not traced (8-bit or other element types): {', '.join(untraced_bufs)}")
     hazards = ([f"race: {r}" for r in res.races] + [f"hazard: {h}" for h in res.hazards]
-               + [f"replicated copies differ: {n}" for n in res.notes])
+               + [f"replicated copies differ: {n}" for n in res.notes]
+               + [f"unwritten LDS read: {u}" for u in res.unwritten])
     return AuditReport(findings, first.calls, first.checked + second.checked, first.untraced, tuple(notes), counts,
                        tuple(undecided), tuple(hazards))
 

@@ -96,6 +96,9 @@ class Lds:
         self.readers = np.zeros((groups, max(size, 1)), np.uint64)
         self.repoch = np.full((groups, max(size, 1)), -1, np.int32)
         self.races: list[Race] = []
+        # reads of LDS bytes no store (nor async copy) wrote: the hardware's LDS holds what an earlier
+        # workgroup left there, the emulator's zeros (an LDS accumulator never zeroed gave the right sum)
+        self.unwritten: list[str] = []
 
     def track(self, ins: Instr, g: np.ndarray, addr: np.ndarray, slot: np.ndarray, epoch: np.ndarray,
               write: bool) -> None:
@@ -121,6 +124,11 @@ class Lds:
             self.writer[g, addr] = slot
             self.wepoch[g, addr] = epoch
         else:
+            fresh = wr < 0
+            if fresh.any() and len(self.unwritten) < 16:
+                i = int(np.flatnonzero(fresh)[0])
+                self.unwritten.append(f"line {ins.line} `{ins.text}`: workgroup {int(g[i])} wave {int(slot[i])} reads "
+                                      f"LDS byte {int(addr[i])} (and {int(fresh.sum()) - 1} more) that no store wrote")
             stale = self.repoch[g, addr] != epoch
             self.readers[g[stale], addr[stale]] = 0
             self.repoch[g, addr] = epoch
