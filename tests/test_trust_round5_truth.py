@@ -47,19 +47,10 @@ def test_a_simulation_judgement_and_a_reference_check_that_fail_are_false():
     assert judge_simulation(right, ts.simulate(right, **_arrays()), {"C": _numpy_c(_arrays())}, _arrays())
 
 
-@ts.kernel
-def discarded(A: ts.Tensor["f16", "M", "K"], B: ts.Tensor["f16", "K", "N"], C: ts.Tensor["f32", "M", "N"], *,
-              mma="mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"):
-    op = ts.mma_op(mma)
-    ts.grid(A.shape[0] // op.m, B.shape[1] // op.n)
-    tm, tn = ts.tile_id(0), ts.tile_id(1)
-    acc = ts.zeros(op.layout("C"), "f32")
-    ts.mma(op, ts.load(A[tm * op.m:, 0:], op.layout("A")), ts.load(B[0:, tn * op.n:], op.layout("B")), acc)
-    ts.store(C[tm * op.m:, tn * op.n:], acc)  # the zero accumulator: the product was dropped
-
-
 def test_a_check_report_with_errors_is_false():
-    rep = ts.check(discarded.specialize(target="sm_90", M=16, N=8, K=16))
+    from tests.test_trust_check import gemm as checked_gemm  # the round-three GEMM with a discarded product
+
+    rep = ts.check(checked_gemm.specialize(target="gfx1201", M=32, N=32, K=32, bug="mma_discarded"))
     assert not rep.ok and not rep
     assert ts.check(gemm.specialize(**WRONG))  # no error (only the intent is wrong)
 
