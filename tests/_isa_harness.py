@@ -28,6 +28,7 @@ def run(target: str, body: str, v: dict[int, np.ndarray] | None = None, s: dict[
     k = parse(kernel_text(target, body, lds, wave))
     L = wave or WAVE[target]
     st = Machine(target=target, wave=L, waves=waves, vgprs=256, agprs=agprs)
+    st.v[:] = 0  # the harness's registers start at zero (a launch's start unset: tilesim.isa.state.UNSET_VGPR)
     st.heap = heap or Heap()
     st.lds = Lds(1, lds)
     st.group = np.zeros(waves, np.int64)

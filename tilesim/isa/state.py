@@ -71,13 +71,19 @@ def imm_bits(op: Imm, kind: str, ctx: Ctx, ins: Instr) -> int:
     return out
 
 
+UNSET_VGPR = 0x7FC07E00  # f32 quiet NaN; its f16 halves 0x7FC0 and 0x7E00 are NaNs too
+
+
 class Machine:
     """Registers, LDS and memory of all waves of one launch."""
 
     def __init__(self, *, target: str, wave: int, waves: int, vgprs: int, agprs: int = 0) -> None:
         self.target, self.L, self.W = target, wave, waves
         self.s = np.zeros((128, waves), _U32)
-        self.v = np.zeros((max(vgprs, 1) + agprs, waves, wave), _U32)
+        # VGPRs (and AGPRs) start as a NaN in f32 and in both f16 halves, not zeros: the hardware's hold what
+        # the last wave left, and code reading one it never wrote (a WMMA accumulator never zeroed) got the
+        # right answer from zeros; a NaN shows in the result (the launch writes the registers it preloads)
+        self.v = np.full((max(vgprs, 1) + agprs, waves, wave), UNSET_VGPR, _U32)
         self.agpr_base = max(vgprs, 1)
         self.scc = np.zeros(waves, bool)
         self.lanes = np.arange(wave, dtype=_U64)
