@@ -184,3 +184,11 @@ def test_a_device_run_whose_bound_cannot_fail_is_not_a_match(with_reference):
     kw = {"reference": {"C": want}} if with_reference else {}
     assert ts.run(short, runner=fake.scaled_by_1_5, **kw, **arrays).status == "MISMATCH"
     assert ts.run(short, runner=fake.device_like_simulator, **kw, **arrays).status == "MATCH"
+
+
+def test_a_run_verdict_carries_the_resolution():
+    arrays, want = _inputs(64)
+    v = ts.run(gemm32.specialize(target="gfx1201", M=32, N=32, K=64), device="none", reference={"C": want}, **arrays)
+    assert v.ok and 0 < v.resolution["C"] < 1e-4
+    assert v.to_dict()["resolution"] == v.resolution and "resolution: the reference comparison fails C" in str(v)
+    assert ts.run(gemm32.specialize(target="gfx1201", M=32, N=32, K=64), device="none", **arrays).resolution == {}

@@ -117,6 +117,8 @@ class Verdict:
     blame: list[str] = field(default_factory=list)
     pattern: str = ""
     sim_vs_reference: dict[str, float] = field(default_factory=dict)
+    # per output, the least uniform relative error the reference comparison rejects (None: no nonzero value)
+    resolution: dict[str, float | None] = field(default_factory=dict)
     device_vs_sim: dict[str, float] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
     mismatch_counts: np.ndarray | None = None  # int[lane, vgpr]: wrong elements each register stored
@@ -168,6 +170,7 @@ class Verdict:
                 "not_taken": self.not_taken, "check_errors": self.check_errors, "device": self.device_name,
                 "compile": self.compile_metadata, "isa_excerpt": self.isa_excerpt, "blame": self.blame,
                 "pattern": self.pattern, "max_abs_sim_vs_reference": self.sim_vs_reference,
+                "resolution": self.resolution,
                 "max_abs_device_vs_sim": self.device_vs_sim, "report": self.report, "device_error": self.device_error}
 
     def to_json(self) -> str:
@@ -192,6 +195,9 @@ class Verdict:
         if self.sim_vs_reference:
             lines.append("  simulator vs float64 reference: " +
                          ", ".join(f"max |{k}| = {v:.3g}" for k, v in self.sim_vs_reference.items()))
+        if any(v is not None for v in self.resolution.values()):
+            lines.append("  resolution: the reference comparison fails " + ", ".join(
+                f"{k} scaled by 1 ± {v:.2g}" for k, v in self.resolution.items() if v is not None) + " (or more)")
         if self.device_vs_sim:
             lines.append(("  emulated vs simulator: " if self.status.startswith("EMULATED") else "  device vs simulator: ") + ", ".join(f"max |{k}| = {v:.3g}" for k, v in self.device_vs_sim.items()))
         if self.pattern:
@@ -267,6 +273,8 @@ class _Judge:
         common = dict(simulated={} if res is None else res.outputs, paths=tuple(self.paths),
                       not_taken=dict(self.not_taken), check_errors=list(self.check_errors),
                       sim_vs_reference={} if self.ref is None else dict(self.ref.max_abs),
+                      resolution={} if self.ref is None else {k: None if v == float("inf") else v
+                                                              for k, v in self.ref.resolution},
                       report={} if res is None else res.report.summary())
         if status not in _DEVICE_VERDICTS or status in _PASSING_RUNS:
             failing = ("SIM_MISMATCH" if self.sim_wrong else "CHECK_FAILED" if self.check_errors else None)
