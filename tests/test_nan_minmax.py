@@ -50,5 +50,7 @@ def test_simulated_max_min_and_reduce_let_a_number_win_over_nan():
 def test_the_compiled_kernel_agrees_in_the_isa_emulator():
     pytest.importorskip("ziglang")
     prog = _minmax.specialize(target="gfx1201", wave_size=32)
-    v = ts.run(prog, device="emulator", X=_inputs())
+    x = _inputs()
+    mx, mn, red = _expected(x.astype(np.float64))
+    v = ts.run(prog, device="emulator", reference={"Mx": mx, "Mn": mn, "R": red}, X=x)
     assert v.status == "EMULATED_MATCH", str(v)

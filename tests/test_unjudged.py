@@ -218,9 +218,9 @@ def test_bad_inputs_files_name_the_inputs(files, tmp_path, capsys):
 @pytest.mark.compiler
 def test_amd_compile_only_and_the_emulator_without_a_reference():
     """AMD: compiled, no device and no reference is NOT_JUDGED (it was COMPILE_ONLY, exit 0), and its
-    reason points at the emulator; an emulator run that agrees with the simulator stays EMULATED_MATCH
-    (exit 0: the compiled code was judged against the model, the reason says the intent was not),
-    and with the float64 reference the same wrong kernel fails."""
+    reason points at the emulator; an emulator run that agrees with the simulator is NOT_JUDGED too
+    (it was EMULATED_MATCH, exit 0: the compiled code computes what the program says, but nothing
+    said what the program should compute), and with the float64 reference the same wrong kernel fails."""
     p = gemm.specialize(target="gfx1201", M=16, N=16, K=16, mma="v_wmma_f32_16x16x16_f16", scale=1.25)
     rng = np.random.default_rng(1)
     arrays = {"A": rng.standard_normal((16, 16)).astype(np.float16), "B": rng.standard_normal((16, 16)).astype(np.float16)}
@@ -228,7 +228,8 @@ def test_amd_compile_only_and_the_emulator_without_a_reference():
     assert v.status == "NOT_JUDGED" and v.paths == ("simulated", "emitted", "compiled") and v.compile_metadata
     assert "--device emulator" in v.reason and "COMPILE_ONLY with a reference" in v.reason
     e = run(p, device="emulator", **arrays)
-    assert e.status == "EMULATED_MATCH" and e.exit_status == 0 and "not judged: no float64 reference" in e.reason
+    assert e.status == "NOT_JUDGED" and e.exit_status == 4 and "the emulated run computes what the program says" in e.reason
+    assert "emulated" in e.paths and e.device_vs_sim["C"] == 0.0
     w = run(p, device="emulator", reference={"C": _numpy_c(arrays)}, **arrays)
     assert w.status == "EMULATED_MISMATCH" and w.exit_status == 1
 

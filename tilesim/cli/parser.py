@@ -27,11 +27,12 @@ _EPILOG = """examples:
   tilesim demo
 
 exit statuses of run, simulate and check (2: a usage or input error, for every command):
-  run       0  MATCH, EMULATED_MATCH, and COMPILE_ONLY, SIMULATED_ONLY (the simulation judged by a reference)
+  run       0  MATCH, EMULATED_MATCH, COMPILE_ONLY, SIMULATED_ONLY (each with a reference that judged it)
             1  MISMATCH, SIM_MISMATCH, CHECK_FAILED, EMULATED_MISMATCH
             3  DEVICE_ERROR
-            4  NOT_JUDGED (no reference() or --expect, or one whose bound would pass a result off by half,
-               and no device or emulator run: tilesim cannot tell)
+            4  NOT_JUDGED (no reference() or --expect, or one whose bound would pass a result off by half:
+               tilesim cannot tell what the program should compute, even where a device or the
+               emulator ran the compiled code and agreed with the simulation)
             (over several programs: 1 if any verdict is 1, else 3 if any is 3, else 4 if any is 4, else 0)
   simulate  0  REFERENCE_OK
             1  REFERENCE_MISMATCH, CHECK_FAILED (check reports an error: with or without a reference)
@@ -202,11 +203,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "simulation differs from the file's reference(), with blame) / CHECK_FAILED (`tilesim check` "
                         "errors) / COMPILE_ONLY / SIMULATED_ONLY (simulation right by the reference; the reason says "
                         "why it went no further) / NOT_JUDGED (no reference and no device or emulator run: nothing "
-                        "judged the outputs; exit 4) / EMULATED_MATCH / EMULATED_MISMATCH (--device emulator: tilesim's ISA emulator "
+                        "judged the outputs; exit 4; also where a device or the emulator agreed with the simulation but no reference "
+                        "said what the program should compute) / EMULATED_MATCH / EMULATED_MISMATCH (--device emulator: tilesim's ISA emulator "
                         "ran the compiled code) / DEVICE_ERROR (launch failure, out of memory, crash, or a hang past "
                         "the watchdog). Never MATCH without a device run; a program check rejects or whose simulation "
-                        "differs from its reference never exits 0, and without a reference a passing verdict (MATCH, "
-                        "EMULATED_MATCH) says the result was not judged. Each verdict's exit status: the table of `tilesim --help`.")
+                        "differs from its reference never exits 0, and without a reference nothing exits 0. Each verdict's exit status: the table of `tilesim --help`.")
     rn.add_argument("file")
     rn.add_argument("--target", default=None)
     rn.add_argument("--device", choices=("auto", "none", "emulator"), default="auto",

@@ -52,6 +52,7 @@ every output tensor with its shape, or it is a DEVICE_ERROR too.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -304,6 +305,21 @@ class _Judge:
                     reason += loose_note(self.inexact, self.ref)
         return Verdict(status, self.prog, reason, **common, **kw)
 
+    def intent(self, v: Verdict) -> Verdict:
+        """``v``, or NOT_JUDGED (exit 4) where ``v`` is a passing run (MATCH, EMULATED_MATCH) and no
+        reference judged every output: the compiled code computes what the program says, but nothing
+        said what the program should compute (a kernel scaling C by 1.25 was EMULATED_MATCH, exit 0,
+        under ``--device emulator`` without a GPU). Applied last, so a race or a hazard still fails."""
+        unjudged = self.ref is None or not self.ref.max_abs
+        if v.status not in _PASSING_RUNS or not (unjudged or self.ref.unjudged):
+            return v
+        what = "the outputs" if unjudged else f"output(s) {', '.join(self.ref.unjudged)}"
+        who = "the device" if v.status == "MATCH" else "the emulated run"
+        return dataclasses.replace(v, status="NOT_JUDGED", device=None, reason=(
+            f"{who} computes what the program says ({v.status} otherwise: {v.reason}), but nothing independent "
+            f"of the program judged {what} (no reference{'' if unjudged else ' that can judge them'}); to judge "
+            f"it, {HOW_TO_JUDGE}"))
+
 
 def _how_to_judge(prog: Program) -> str:
     """HOW_TO_JUDGE, and the runs that would judge the compiled code: a device, the emulator where it models the target."""
@@ -416,8 +432,8 @@ def run(prog: Program, *, device: str = "auto", reference: dict[str, np.ndarray]
     if probe is not None and t.vendor != "amd":
         judge.paths.append("compiled")  # NVRTC compiled it in the device process
     judge.paths.append("device-run")
-    return _judge_device(prog, judge, {k: np.asarray(v, np.float64) for k, v in dr.outputs.items()},
-                         reference, arrays, desc, cc_text, md, isa)
+    return judge.intent(_judge_device(prog, judge, {k: np.asarray(v, np.float64) for k, v in dr.outputs.items()},
+                                      reference, arrays, desc, cc_text, md, isa))
 
 
 _MARKS = (-12345.5, 31337.25, -1e30, 1e30, -448.0, 448.0, -6.0, 6.0, -4.0, 4.0, -3.0, 3.0, -2.0, 2.0, -1.5, 1.5,
@@ -489,7 +505,7 @@ def _emulate(prog: Program, judge: _Judge, reference: dict[str, Any] | None, arr
                             f"that differ (which one the hardware reads is unknown): {em.notes[0]}",
                             blame=list(em.notes[:3]), device=dev, device_name=desc, compile_metadata=md,
                             isa_excerpt=isa, device_vs_sim=v.device_vs_sim)
-    return v
+    return judge.intent(v)
 
 
 def _computed_alike(prog: Program) -> bool:
