@@ -19,7 +19,10 @@ typedef unsigned long long ts_u64;
 static __attribute__((device)) inline float ts_f32(ts_u32 x) { return __builtin_bit_cast(float, x); }
 static __attribute__((device)) inline ts_u32 ts_bits(float x) { return __builtin_bit_cast(ts_u32, x); }
 static __attribute__((device)) inline float ts_f16_to_f32(ts_u32 x) { return (float)__builtin_bit_cast(_Float16, (ts_u16)x); }
-static __attribute__((device)) inline ts_u32 ts_f32_to_f16(float x) { return __builtin_bit_cast(ts_u16, (_Float16)x); }
+/* the asm keeps clang from fusing the product that x came from into the conversion (v_fma_mixlo_f16: one
+   rounding where the program, and the simulator, round twice) */
+static __attribute__((device)) inline ts_u32 ts_f32_to_f16(float x) { __asm__ volatile("" : "+v"(x));
+                                                                       return __builtin_bit_cast(ts_u16, (_Float16)x); }
 static __attribute__((device)) inline ts_u32 ts_lane_from(ts_u32 x, int src) { return (ts_u32)__builtin_amdgcn_ds_bpermute(src * 4, (int)x); }
 #define TS_WAVE_SYNC() do { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); __builtin_amdgcn_wave_barrier();                             __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); } while (0)
 #else
