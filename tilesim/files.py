@@ -15,9 +15,12 @@ import json
 import os
 import secrets
 import stat
+import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tilesim.errors import OutputError, TilesimError, choices
 
@@ -45,10 +48,6 @@ def read_arrays(path: str | os.PathLike[str], what: str, limit: int, error: type
     as :func:`read_input`, and not an ``.npz`` archive, a member over ``limit`` bytes once inflated
     (a small archive can inflate to any size), or a pickled object array (data, never code:
     ``allow_pickle=False``)."""
-    import zipfile
-
-    import numpy as np
-
     where = f"{what} {ascii(str(path))[1:-1]}"
     data = _read_bytes(path, what, limit, error)
     try:
@@ -83,8 +82,6 @@ def read_array(path: str | os.PathLike[str], what: str, limit: int, error: type[
     """The array of the ``.npy`` file ``path`` (``np.save``), or ``error`` naming why not: as
     :func:`read_input` (a regular file of at most ``limit`` bytes: a FIFO blocked ``np.load`` forever), and
     data only (``allow_pickle=False``)."""
-    import numpy as np
-
     where = f"{what} {ascii(str(path))[1:-1]}"
     data = _read_bytes(path, what, limit, error)
     try:
