@@ -22,7 +22,7 @@ from tilesim.port import Port, PortError, port
 from tilesim.diff import Verdict, run
 from tilesim.isa import audit, audit_program, emulate, emulate_program
 
-__version__ = "0.10.0"
+__version__ = "0.11.0"
 
 __all__ = [
     "audit", "audit_program", "emulate", "emulate_program",
