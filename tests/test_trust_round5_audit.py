@@ -3,7 +3,7 @@
 The audit traces which element each matrix-instruction operand slot holds by emulating the kernel; the
 emulator's loads land at once, so with an ``s_waitcnt`` deleted the codes still trace right there, while
 on hardware the instruction reads registers whose load is in flight. ``tilesim emulate`` exits 1 on that
-hazard (round two); until 0.10.1 the audit of the same code said "0 finding(s)", ``ok``, exit 0: adding
+hazard (round two); before 0.11.0 the audit of the same code said "0 finding(s)", ``ok``, exit 0: adding
 ``--audit`` turned a failure into a pass. Now the emulation's races, hazards and disagreeing replicated
 copies are in ``AuditReport.hazards`` and fail it (exit 1).
 

@@ -1,6 +1,6 @@
 """Inputs the tensor's type cannot hold are refused, not wrapped or overflowed (trust, round five).
 
-Before 0.10.1 ``--inputs FILE.npz``, ``ts.simulate`` and ``ts.run`` took any array for an integer tensor and
+Before 0.11.0 ``--inputs FILE.npz``, ``ts.simulate`` and ``ts.run`` took any array for an integer tensor and
 converted it silently: an i8 tensor given 300 read 44 (wrapped), 1.5 read 1 (truncated), an i32 bias of
 2**40 read 0. The simulation was then of other inputs than the ones given, so a REFERENCE_MISMATCH blamed
 the kernel for the caller's data (and a reference computed the same lossy way would agree with it). Now

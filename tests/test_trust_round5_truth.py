@@ -1,7 +1,7 @@
 """A verdict object is true only when it passes (trust, round five).
 
 ``assert ts.run(prog)``, ``assert ts.check(prog)``, ``if check_layout(...):`` and ``assert audit(...)`` are how
-people write tests; before 0.10.1 every result object was a plain dataclass, always true, so a NOT_JUDGED or
+people write tests; before 0.11.0 every result object was a plain dataclass, always true, so a NOT_JUDGED or
 SIM_MISMATCH verdict, a check with errors, a MISMATCH layout and an audit with findings all passed an
 ``assert`` (only ``Equivalence`` had ``__bool__``). Now ``bool(result)`` is ``result.ok`` for each of them.
 
