@@ -63,8 +63,8 @@ import numpy as np
 
 from tilesim.codegen.hip import CodegenError, emit_hip
 from tilesim.diff.blame import blame
-from tilesim.diff.judge import (HOW_TO_JUDGE, NOT_JUDGED_NOTE, check_errors as _check_errors, combined_status,
-                                loose_note, simulation_errors, unjudged_note, vacuous_note)
+from tilesim.diff.judge import (HOW_TO_JUDGE, check_errors as _check_errors, combined_status, loose_note,
+                                simulation_errors, vacuous_note)
 from tilesim.diff.reference import (RESOLUTION_LIMIT, ReferenceCheck, beyond, check_reference, inexact_inputs,
                                     resolution, result_tolerance)
 from tilesim.errors import DeviceError, TilesimError, ToolchainError
@@ -299,10 +299,8 @@ class _Judge:
                 return Verdict("NOT_JUDGED", self.prog, f"{'; '.join(what)}; ran: "
                                f"{', '.join(self.paths) or 'nothing'}; {status} with a reference: {reason}; "
                                f"to judge it, {_how_to_judge(self.prog)}", **common, **kw)
-            if EXIT_STATUS[status] == 0:  # a device agreeing with the simulator: intent unjudged
-                reason += f"; {NOT_JUDGED_NOTE}" if unjudged else unjudged_note(self.ref)
-                if self.ref is not None and self.inexact:
-                    reason += loose_note(self.inexact, self.ref)
+            if EXIT_STATUS[status] == 0 and self.ref is not None and self.inexact:  # (unjudged: intent())
+                reason += loose_note(self.inexact, self.ref)
         return Verdict(status, self.prog, reason, **common, **kw)
 
     def intent(self, v: Verdict) -> Verdict:
@@ -482,25 +480,27 @@ def _emulate(prog: Program, judge: _Judge, reference: dict[str, Any] | None, arr
     dev = {k: np.asarray(v, np.float64) for k, v in em.outputs.items()}
     v = _judge_device(prog, judge, dev, reference, arrays, desc, prog.target, md, isa, ran="emulated")
     off = _bits_off(prog, judge, dev) if v.status == "EMULATED_MATCH" else None
+    # a race, a hazard, an unwritten read or differing replicas fail a run that agreed, or that nothing could judge
+    passing = v.status in ("EMULATED_MATCH", "NOT_JUDGED")
     if off is not None:  # within the tolerance, but the emulator runs the simulator's own arithmetic
         return judge.settle("EMULATED_MISMATCH", off, device=dev, device_name=desc, compile_metadata=md,
                             isa_excerpt=isa, device_vs_sim=v.device_vs_sim)
-    if em.races and v.status == "EMULATED_MATCH":  # right by luck of the interleaving is still a race
+    if em.races and passing:  # right by luck of the interleaving is still a race
         races = [str(r) for r in em.races[:3]]
         return judge.settle("EMULATED_MISMATCH", f"{len(em.races)} LDS race(s) in the compiled code: {races[0]}",
                             blame=races, device=dev, device_name=desc, compile_metadata=md, isa_excerpt=isa,
                             device_vs_sim=v.device_vs_sim)
-    if em.hazards and v.status == "EMULATED_MATCH":  # the emulator's loads land at once; the hardware's do not
+    if em.hazards and passing:  # the emulator's loads land at once; the hardware's do not
         return judge.settle("EMULATED_MISMATCH", f"{len(em.hazards)} register(s) used while their load may be in "
                             f"flight (a missing s_waitcnt) in the compiled code: {em.hazards[0]}",
                             blame=list(em.hazards[:3]), device=dev, device_name=desc, compile_metadata=md,
                             isa_excerpt=isa, device_vs_sim=v.device_vs_sim)
-    if em.unwritten and v.status == "EMULATED_MATCH":  # zeros in the emulator, leftovers on the hardware
+    if em.unwritten and passing:  # zeros in the emulator, leftovers on the hardware
         return judge.settle("EMULATED_MISMATCH", f"the compiled code reads LDS bytes no store wrote (the emulator's "
                             f"are zeros, the hardware's what an earlier workgroup left): {em.unwritten[0]}",
                             blame=list(em.unwritten[:3]), device=dev, device_name=desc, compile_metadata=md,
                             isa_excerpt=isa, device_vs_sim=v.device_vs_sim)
-    if em.notes and v.status == "EMULATED_MATCH":  # the emulator took one copy; the hardware may read another
+    if em.notes and passing:  # the emulator took one copy; the hardware may read another
         return judge.settle("EMULATED_MISMATCH", f"the compiled code feeds a matrix instruction replicated copies "
                             f"that differ (which one the hardware reads is unknown): {em.notes[0]}",
                             blame=list(em.notes[:3]), device=dev, device_name=desc, compile_metadata=md,
