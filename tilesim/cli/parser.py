@@ -30,14 +30,14 @@ exit statuses of run, simulate and check (2: a usage or input error, for every c
   run       0  MATCH, EMULATED_MATCH, COMPILE_ONLY, SIMULATED_ONLY (each with a reference that judged it)
             1  MISMATCH, SIM_MISMATCH, CHECK_FAILED, EMULATED_MISMATCH
             3  DEVICE_ERROR
-            4  NOT_JUDGED (no reference() or --expect, or one whose bound would pass a result off by half:
-               tilesim cannot tell what the program should compute, even where a device or the
+            4  NOT_JUDGED (no reference() or --expect, or one whose bound would pass a result off by
+               a quarter: tilesim cannot tell what the program should compute, even where a device or the
                emulator ran the compiled code and agreed with the simulation)
             (over several programs: 1 if any verdict is 1, else 3 if any is 3, else 4 if any is 4, else 0)
   simulate  0  REFERENCE_OK
             1  REFERENCE_MISMATCH, CHECK_FAILED (check reports an error: with or without a reference)
-            4  NOT_JUDGED (no reference() or --expect, or one whose bound would pass a result off by half:
-               nothing judged the outputs)
+            4  NOT_JUDGED (no reference() or --expect, or one whose bound would pass a result off by
+               a quarter: nothing judged the outputs)
   check     0  no errors (warnings allowed)
             1  at least one error
   emit      1  check reports an error (the source is still written; the errors on stderr); compile too

@@ -123,5 +123,5 @@ def vacuous_note(ref: ReferenceCheck) -> str:
     """Why the outputs in ``ref.vacuous`` were compared but not judged (tilesim.diff.reference.resolution)."""
     res = dict(ref.resolution)
     return (f"the numerics model's bound (rtol {ref.rtol:.2g} of |A| |B|) passes a result off by "
-            f"{', '.join(f'{res[n]:.0%} in {n}' for n in ref.vacuous)} everywhere (half or more: a narrow "
+            f"{', '.join(f'{res[n]:.0%} in {n}' for n in ref.vacuous)} everywhere (a quarter or more: a narrow "
             f"accumulator over a long K; a device run compared with the simulator, or a wider accumulator, judges it)")

@@ -573,14 +573,14 @@ def _judge_device(prog: Program, judge: _Judge, dev: dict[str, np.ndarray], refe
                             pattern="; ".join(patterns), mismatch_counts=counts, **common)
     where, who = ((f"ran on {desc}" + (f" ({cc_text})" if cc_text else ""), "device") if ran == "device-run"
                   else (f"ran in {desc}", "emulated run"))
-    # a bound that passes a result off by half everywhere judged nothing (an f16 accumulator over
+    # a bound that passes a result off by a quarter everywhere judged nothing (an f16 accumulator over
     # K=1024 may round 1024 times: rtol 1.0), unless the emulated run is then held to the bit
     vacuous = {n: r for n, r in finest.items() if RESOLUTION_LIMIT <= r < float("inf")}
     if vacuous and not (ran == "emulated" and _computed_alike(prog)):
         return judge.settle("NOT_JUDGED", f"{where}; the {who} is within the bound of the simulator{extra}, but that "
                             f"bound (rtol {rtol:.2g}: the accumulator rounded once per product, as the {who} may) "
                             f"passes a result off by {', '.join(f'{r:.0%} in {n}' for n, r in vacuous.items())} "
-                            f"everywhere (half or more): the run judged nothing there; a shorter K per accumulator or "
+                            f"everywhere (a quarter or more): the run judged nothing there; a shorter K per accumulator or "
                             f"a wider accumulator makes it judgeable",
                             **{k: v for k, v in common.items() if k != "device"})  # (no MATCH: no device outputs)
     return judge.settle(agree, f"{where}; {who} equals the simulator{extra} within rtol {rtol:.2g}",
