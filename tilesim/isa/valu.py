@@ -25,7 +25,7 @@ from tilesim.isa.asm import Imm, Instr, Reg
 from tilesim.isa.state import EXEC, NULL, VCC, Ctx, Machine, imm_bits
 from tilesim.isa.valu_ops import KIND_BITS as _BITS
 from tilesim.isa.valu_ops import KIND_DT as _KIND_DT
-from tilesim.isa.valu_ops import VALU_OPS, fma_f32
+from tilesim.isa.valu_ops import SNAN_REFUSED, VALU_OPS, fma_f32, signaling_nan
 from tilesim.isa.valu_ops import WIDE as _WIDE
 from tilesim.isa.variants import VARIANT_OPS
 from tilesim.targets import get_target
@@ -279,8 +279,11 @@ def compile_part(ins: Instr, ctx: Ctx, st: Machine, dual: bool = False) -> _Run:
         w = dpp.writer(w)
 
     def run(act: np.ndarray, sel: np.ndarray) -> Callable[[], None]:
+        vals = [f() for f in srcs]
+        if m in SNAN_REFUSED and any(np.any(signaling_nan(k, v) & act) for k, v in zip(kinds, vals)):
+            raise ctx.err(ins, "a signaling NaN source is not modelled (the ISA quiets it; the payload is unspecified)")
         with np.errstate(all="ignore"):  # overflow to inf, NaN: IEEE results, not errors
-            r = np.array(fn(*(f() for f in srcs)))  # a copy: a VOPD partner may overwrite a source view
+            r = np.array(fn(*vals))  # a copy: a VOPD partner may overwrite a source view
         return lambda: w(r, act)
     return run
 

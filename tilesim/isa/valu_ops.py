@@ -275,3 +275,25 @@ def permlane_sources(lo: np.ndarray, hi: np.ndarray, wave: int, cross: bool) -> 
     nib = ((sel[:, None] >> (4 * (n % 16)).astype(np.uint64)[None, :]) & np.uint64(15)).astype(np.int64)
     row = (n // 16) ^ (1 if cross else 0)
     return row[None, :] * 16 + nib
+
+
+# Ops whose result from a signaling-NaN source the emulator would guess: the guides quiet it (RDNA3
+# V_MAX_F32: "if (WAVE_MODE.IEEE && isSignalNAN(S0.f32)) D0.f32 = cvtToQuietNAN(S0.f32)"; IEEE 754
+# §7.2 for conversions) without fixing the payload, while numpy's casts and maximum keep the
+# signaling NaN. An active lane with such a source is refused (valu.py); arithmetic is not listed:
+# numpy's (the host FPU's) add/mul/fma deliver the quiet NaN with the payload, as IEEE 754 §6.2 says.
+SNAN_REFUSED = frozenset(m for m in VALU_OPS if m.startswith(("v_cvt_f16_f32", "v_cvt_f32_f16", "v_cvt_f64_f32",
+                                                                "v_cvt_f32_f64", "v_max", "v_min"))
+                         and any(k in ("f16", "f32", "f64") for k in VALU_OPS[m][0]))
+_SNAN = {"f16": (np.uint16, 0x7C00, 0x3FF, 0x200), "f32": (np.uint32, 0x7F800000, 0x7FFFFF, 0x400000),
+         "f64": (np.uint64, 0x7FF0000000000000, 0xFFFFFFFFFFFFF, 0x8000000000000)}
+
+
+def signaling_nan(kind: str, x: np.ndarray) -> np.ndarray | bool:
+    """Where ``x`` (of element kind ``kind``) holds a signaling NaN: all-ones exponent, a nonzero
+    fraction, the fraction's top (quiet) bit clear."""
+    if kind not in _SNAN:
+        return False
+    ut, e, f, q = _SNAN[kind]
+    b = np.asarray(x).view(ut)
+    return ((b & ut(e)) == ut(e)) & ((b & ut(f)) != 0) & ((b & ut(q)) == 0)
