@@ -23,10 +23,8 @@ import numpy as np
 
 from tilesim.isa.asm import Imm, Instr, Reg
 from tilesim.isa.state import EXEC, NULL, VCC, Ctx, Machine, imm_bits
-from tilesim.isa.valu_ops import KIND_BITS as _BITS
-from tilesim.isa.valu_ops import KIND_DT as _KIND_DT
-from tilesim.isa.valu_ops import SNAN_REFUSED, VALU_OPS, fma_f32, signaling_nan
-from tilesim.isa.valu_ops import WIDE as _WIDE
+from tilesim.isa.valu_ops import (KIND_BITS as _BITS, KIND_DT as _KIND_DT, SNAN_REFUSED, VALU_OPS, WIDE as _WIDE,
+                                  fma_f32, signaling_nan)
 from tilesim.isa.variants import VARIANT_OPS
 from tilesim.targets import get_target
 
